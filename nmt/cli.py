@@ -1,0 +1,54 @@
+"""What every script in scripts/ shares: logging set-up and errors without tracebacks.
+
+A script is thin: it builds an argparse parser, adds `config_arguments`, and hands a `main(args)`
+to `run_cli`:
+
+    def main(args):
+        config = load_config(args.config, args.overrides)
+        ...
+
+    if __name__ == "__main__":
+        parser = argparse.ArgumentParser(description=__doc__)
+        config_arguments(parser)
+        run_cli(main, parser)
+
+An NMTError (bad config, missing data, ...) is printed as `error: <message>` on stderr with exit
+status 2; any other exception is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Callable, Sequence
+
+from nmt.errors import NMTError
+
+
+def config_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the positional experiment YAML and its `section.key=value` overrides."""
+    parser.add_argument("config", help="experiment YAML, e.g. configs/tatoeba.yaml")
+    parser.add_argument("overrides", nargs="*", metavar="section.key=value",
+                        help="override config values, e.g. data.workers=1 training.lr=3e-4")
+
+
+def run_cli(main: Callable[[argparse.Namespace], None], parser: argparse.ArgumentParser,
+            argv: Sequence[str] | None = None) -> None:
+    """Parse `argv`, set up logging, run `main`; exit 2 with a one-line message on NMTError."""
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages too")
+    args = parser.parse_args(argv)
+    setup_logging(logging.DEBUG if args.verbose else logging.INFO)
+    try:
+        main(args)
+    except NMTError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+
+
+def setup_logging(level: int = logging.INFO) -> None:
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        datefmt="%H:%M:%S")

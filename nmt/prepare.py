@@ -1,0 +1,217 @@
+"""The prepare stage: raw TSV → clean, deduplicated, leak-free, segmented, indexed text files.
+
+read → normalize → drop exact duplicate pairs → segment/tokenize → length filter → split →
+vocabularies from train → `<prepared_dir>/<data hash>/`, with `manifest.json` written last: its
+presence marks a finished folder, so a second run with the same data config does no work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from nmt.config import Config
+from nmt.data.corpus import Pair, read_corpus
+from nmt.data.normalize import normalize_en, normalize_zh
+from nmt.data.split import SPLITS, split_pairs
+from nmt.data.vocab import UNK_ID, Vocab
+from nmt.errors import NMTError
+from nmt.io import atomic_write_json, atomic_write_lines
+
+log = logging.getLogger(__name__)
+
+LANGS = ("zh", "en")
+
+
+@dataclass
+class PreparedData:
+    """The paths of one prepared-data folder."""
+
+    dir: Path
+
+    def text(self, split: str, lang: str) -> Path:
+        """Cleaned sentences, one a line (the references for evaluation)."""
+        return self.dir / f"{_split(split)}.{_lang(lang)}"
+
+    def tokens(self, split: str, lang: str) -> Path:
+        """The same sentences as space-separated tokens."""
+        return self.dir / f"{_split(split)}.tok.{_lang(lang)}"
+
+    def source_lines(self, split: str) -> Path:
+        """The corpus line number of each pair, to trace a sentence back to its credit."""
+        return self.dir / f"{_split(split)}.lineno"
+
+    def vocab(self, lang: str) -> Path:
+        return self.dir / f"vocab.{_lang(lang)}"
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.dir / "manifest.json"
+
+    @property
+    def manifest(self) -> dict:
+        try:
+            return json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise NMTError(f"{self.manifest_path}: not found; prepare the data first "
+                           f"(`make prepare CONFIG=...`)") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise NMTError(f"{self.manifest_path}: damaged ({error}); delete {self.dir} and "
+                           f"prepare again") from None
+
+    def files(self) -> list[Path]:
+        text = [f(s, lang) for s in SPLITS for lang in LANGS for f in (self.text, self.tokens)]
+        return text + [self.source_lines(s) for s in SPLITS] + [self.vocab(l) for l in LANGS]
+
+
+def _split(name: str) -> str:
+    if name not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {name!r}")
+    return name
+
+
+def _lang(name: str) -> str:
+    if name not in LANGS:
+        raise ValueError(f"lang must be one of {LANGS}, got {name!r}")
+    return name
+
+
+def prepare(config: Config) -> PreparedData:
+    """Prepare the data `config.data` describes, unless an identical preparation exists."""
+    prepared = PreparedData(Path(config.data.prepared_dir) / config.data_hash())
+    corpus_sha = _sha256(Path(config.data.corpus))
+    if _is_current(prepared, config, corpus_sha):
+        log.info("data already prepared in %s", prepared.dir)
+        return prepared
+    start = time.perf_counter()
+    manifest = _build(config, prepared)
+    manifest["corpus_sha256"] = corpus_sha
+    manifest["elapsed_seconds"] = round(time.perf_counter() - start, 2)
+    atomic_write_json(prepared.manifest_path, manifest)  # last: marks the folder complete
+    log.info("prepared %d pairs in %.1f s into %s", manifest["counts"]["pairs_kept"],
+             manifest["elapsed_seconds"], prepared.dir)
+    return prepared
+
+
+def load_prepared(config: Config) -> PreparedData:
+    """The prepared data of `config`; an NMTError that says what to run when there is none."""
+    prepared = PreparedData(Path(config.data.prepared_dir) / config.data_hash())
+    if not prepared.manifest_path.is_file():
+        raise NMTError(f"the data of experiment '{config.name}' is not prepared (no "
+                       f"{prepared.manifest_path}); run `make prepare CONFIG=<its config file>`")
+    if prepared.manifest.get("data_hash") != config.data_hash():
+        raise NMTError(f"{prepared.manifest_path} was written for other data settings; delete "
+                       f"{prepared.dir} and run `make prepare CONFIG=<its config file>`")
+    return prepared
+
+
+def _is_current(prepared: PreparedData, config: Config, corpus_sha: str | None) -> bool:
+    if not prepared.manifest_path.is_file():
+        return False
+    try:
+        manifest = json.loads(prepared.manifest_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        log.warning("%s is damaged; preparing again", prepared.manifest_path)
+        return False
+    if manifest.get("data_hash") != config.data_hash() or not all(
+            p.is_file() for p in prepared.files()):
+        log.warning("%s is incomplete or stale; preparing again", prepared.dir)
+        return False
+    if corpus_sha is not None and manifest.get("corpus_sha256") != corpus_sha:
+        log.warning("%s has changed since %s was prepared; preparing again",
+                    config.data.corpus, prepared.dir)
+        return False
+    return True  # a missing corpus is fine: the prepared folder stands on its own
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _build(config: Config, prepared: PreparedData) -> dict:
+    from nmt.data.parallel import tokenize_pairs  # tqdm, jieba and Moses: not for cached runs
+
+    data = config.data
+    corpus = read_corpus(data.corpus)
+    pairs = corpus.pairs[: data.max_pairs] if data.max_pairs else corpus.pairs
+    counts = {"lines_read": corpus.lines_read, "skipped": corpus.skipped,
+              "pairs_read": len(corpus.pairs), "beyond_max_pairs": len(corpus.pairs) - len(pairs)}
+
+    pairs = _normalize_dedup(pairs, data.traditional_to_simplified, data.lowercase, counts)
+    zh_tok, en_tok = tokenize_pairs([p.zh for p in pairs], [p.en for p in pairs], data)
+
+    keep = [i for i in range(len(pairs)) if data.min_length <= len(zh_tok[i].split()) <=
+            data.max_length and data.min_length <= len(en_tok[i].split()) <= data.max_length]
+    counts["filtered_length"] = len(pairs) - len(keep)
+    counts["pairs_kept"] = len(keep)
+    pairs = [pairs[i] for i in keep]
+    tokens = {"zh": [zh_tok[i] for i in keep], "en": [en_tok[i] for i in keep]}
+
+    splits = split_pairs([(p.zh, p.en) for p in pairs], data.dev_size, data.test_size,
+                         data.split_seed)
+    vocabs = {
+        "zh": Vocab.build((tokens["zh"][i].split() for i in splits["train"]),
+                          data.src_min_freq, data.src_max_vocab),
+        "en": Vocab.build((tokens["en"][i].split() for i in splits["train"]),
+                          data.tgt_min_freq, data.tgt_max_vocab),
+    }
+    for split, indices in splits.items():
+        atomic_write_lines(prepared.source_lines(split), (pairs[i].line for i in indices))
+        for lang in LANGS:
+            atomic_write_lines(prepared.text(split, lang), (getattr(pairs[i], lang) for i in indices))
+            atomic_write_lines(prepared.tokens(split, lang), (tokens[lang][i] for i in indices))
+    for lang, vocab in vocabs.items():
+        vocab.save(prepared.vocab(lang))
+
+    dev = {lang: [tokens[lang][i].split() for i in splits["dev"]] for lang in LANGS}
+    return {
+        "data_hash": config.data_hash(),
+        "data": dataclasses.asdict(data),
+        "counts": counts,
+        "splits": {split: len(indices) for split, indices in splits.items()},
+        "vocab": {lang: len(vocab) for lang, vocab in vocabs.items()},
+        "dev_oov_rate": {lang: _oov_rate(vocabs[lang], dev[lang]) for lang in LANGS},
+    }
+
+
+def _normalize_dedup(pairs: list[Pair], t2s: bool, lowercase: bool, counts: dict) -> list[Pair]:
+    """Normalized pairs, each distinct (zh, en) once, in first-seen order."""
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for pair in pairs:
+        clean = Pair(normalize_zh(pair.zh, t2s), normalize_en(pair.en, lowercase), pair.line)
+        if (clean.zh, clean.en) not in seen:
+            seen.add((clean.zh, clean.en))
+            unique.append(clean)
+    counts["duplicates"] = len(pairs) - len(unique)
+    return unique
+
+
+def _oov_rate(vocab: Vocab, sentences: list[list[str]]) -> float:
+    """The share of tokens the vocabulary maps to <unk>."""
+    total = sum(len(s) for s in sentences)
+    unknown = sum(1 for s in sentences for token in s if vocab[token] == UNK_ID)
+    return round(unknown / total, 4) if total else 0.0
+
+
+def summary(manifest: dict) -> str:
+    """A few lines that say what prepare produced, for the console."""
+    counts = manifest["counts"]
+    skipped = sum(counts["skipped"].values())
+    return "\n".join([
+        f"lines read {counts['lines_read']}, skipped {skipped} {counts['skipped'] or ''}".rstrip(),
+        f"pairs {counts['pairs_read']} → duplicates −{counts['duplicates']}, "
+        f"length filter −{counts['filtered_length']} → kept {counts['pairs_kept']}",
+        "split " + ", ".join(f"{s} {n}" for s, n in manifest["splits"].items()),
+        "vocab " + ", ".join(f"{lang} {n}" for lang, n in manifest["vocab"].items()),
+        "dev OOV " + ", ".join(f"{lang} {r:.2%}" for lang, r in manifest["dev_oov_rate"].items()),
+        f"prepared in {manifest['elapsed_seconds']} s",
+    ])
