@@ -1,0 +1,80 @@
+# zh→en NMT with attention. `make train` sets everything up and trains the default experiment;
+# `make test` runs the test suite. Every stage takes CONFIG=configs/<experiment>.yaml.
+#
+#   make train CONFIG=configs/tatoeba_dot.yaml ARGS="training.lr=3e-4"
+#   make train NPROC=2                  # two processes with torchrun (DistributedDataParallel)
+#   make setup TORCH="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"   # a GPU build
+
+CONFIG  ?= configs/tatoeba.yaml
+ARGS    ?=
+PYTHON  ?= python3
+TORCH   ?= torch==2.13.0
+DATA_MIRROR ?= ../shared/data
+NPROC   ?= 1
+NNODES  ?= 1
+NODE_RANK ?= 0
+RDZV_ENDPOINT ?= localhost:29500
+INPUT   ?=
+PORT    ?= 6006
+
+VENV    := .venv
+PY      := $(VENV)/bin/python
+CORPUS  := data/raw/cmn-eng/cmn.txt
+RUNS    := runs
+
+.PHONY: setup data prepare train eval translate report tensorboard test bench clean help
+
+help:
+	@sed -n '1,8p' Makefile
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet $(TORCH)
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+setup: $(VENV)/.installed
+
+$(CORPUS): | $(VENV)/.installed
+	$(PY) scripts/fetch_data.py --mirror $(DATA_MIRROR) --dest data/raw
+
+data: $(CORPUS)
+
+prepare: data
+	$(PY) scripts/prepare.py $(CONFIG) $(ARGS)
+
+ifeq ($(NPROC)$(NNODES),11)
+TRAIN_CMD := $(PY) scripts/train.py
+else
+TRAIN_CMD := $(VENV)/bin/torchrun --nnodes $(NNODES) --nproc-per-node $(NPROC) --node-rank $(NODE_RANK) \
+	--rdzv-backend c10d --rdzv-endpoint $(RDZV_ENDPOINT) scripts/train.py
+endif
+
+train: prepare
+	$(TRAIN_CMD) $(CONFIG) $(ARGS)
+
+# Training resumes or, when the run has finished, returns at once: eval always scores a trained model.
+eval: train
+	$(PY) scripts/evaluate.py $(CONFIG) $(ARGS)
+
+translate: setup
+	$(PY) scripts/translate.py $(CONFIG) $(ARGS) $(if $(INPUT),--input $(INPUT))
+
+report: setup
+	$(PY) scripts/report.py --runs $(RUNS)
+
+tensorboard: setup
+	$(VENV)/bin/tensorboard --logdir $(RUNS) --port $(PORT)
+
+test: setup
+	$(PY) -m pytest tests
+
+bench: prepare
+	$(PY) bench/bench_prepare.py $(CORPUS)
+	$(PY) bench/bench_train.py $(CONFIG) $(ARGS)
+	$(PY) bench/bench_decode.py $(CONFIG) $(ARGS)
+
+clean:
+	rm -rf $(RUNS) data/prepared .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

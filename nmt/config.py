@@ -1,0 +1,274 @@
+"""The experiment config: a typed schema that holds every default once.
+
+An experiment YAML names only what differs from these defaults. `load_config` checks every key,
+type and value before any work starts, and an error names the file, the key, what is allowed and,
+for a typo, the nearest valid key. Command-line overrides use dotted keys: `training.lr=3e-4`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import json
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+import yaml
+
+from nmt.errors import NMTError
+
+
+def _check(predicate, allowed: str):
+    """Field metadata: a value check and the words that say what is allowed."""
+    return {"check": predicate, "allowed": allowed}
+
+
+positive = _check(lambda v: v > 0, "a number > 0")
+non_negative = _check(lambda v: v >= 0, "a number >= 0")
+probability = _check(lambda v: 0 <= v < 1, "a number in [0, 1)")
+
+
+@dataclass
+class DataConfig:
+    """Where the corpus is and how it becomes prepared, indexed text (the prepare stage)."""
+
+    corpus: str = "data/raw/cmn-eng/cmn.txt"  # the Tatoeba TSV: English <TAB> Chinese <TAB> credit
+    prepared_dir: str = "data/prepared"  # outputs go to <prepared_dir>/<hash of this section>/
+    max_pairs: Optional[int] = field(default=None, metadata=positive)  # keep the first N pairs (tests)
+    zh_level: Literal["word", "char"] = "word"  # jieba words or single characters
+    zh_user_dict: Optional[str] = None  # a jieba user dictionary file
+    traditional_to_simplified: bool = False  # convert traditional characters with OpenCC
+    lowercase: bool = False  # lowercase English (BLEU is then case-insensitive)
+    min_length: int = field(default=1, metadata=positive)  # in tokens, each side
+    max_length: int = field(default=50, metadata=positive)  # in tokens, each side
+    dev_size: int = field(default=1000, metadata=positive)  # pairs
+    test_size: int = field(default=1500, metadata=positive)  # pairs
+    split_seed: int = 1234
+    src_min_freq: int = field(default=2, metadata=positive)
+    tgt_min_freq: int = field(default=2, metadata=positive)
+    src_max_vocab: int = field(default=50000, metadata=positive)
+    tgt_max_vocab: int = field(default=50000, metadata=positive)
+    workers: int = field(default=2, metadata=positive)  # processes for segmentation
+
+
+@dataclass
+class ModelConfig:
+    """The seq2seq model: BiRNN encoder, attention, RNN decoder with a deep output layer."""
+
+    rnn: Literal["gru", "lstm"] = "gru"
+    embed_size: int = field(default=256, metadata=positive)
+    encoder_hidden: int = field(default=256, metadata=positive)  # per direction
+    encoder_layers: int = field(default=1, metadata=positive)
+    decoder_hidden: int = field(default=512, metadata=positive)
+    # F(s_{i-1}, h_j): additive (Bahdanau), dot, general (Luong), scaled_dot, or none (fixed context)
+    attention: Literal["additive", "dot", "general", "scaled_dot", "none"] = "additive"
+    attention_size: int = field(default=256, metadata=positive)  # additive attention's hidden size
+    readout_size: int = field(default=256, metadata=positive)  # deep output layer before the softmax
+    input_feeding: bool = True  # feed the previous readout into the next decoder step
+    tie_embeddings: bool = False  # share target embeddings with the output layer
+    dropout: float = field(default=0.2, metadata=probability)
+
+
+@dataclass
+class TrainingConfig:
+    """The training loop: optimizer, schedule, validation, checkpoints."""
+
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    bf16: bool = False  # autocast to bfloat16 on CUDA
+    threads: int = field(default=0, metadata=non_negative)  # torch CPU threads; 0 = all cores
+    batch_tokens: int = field(default=2000, metadata=positive)  # target tokens per batch (global)
+    max_length: int = field(default=50, metadata=positive)  # drop longer training pairs (tokens)
+    optimizer: Literal["adam", "adamw"] = "adam"
+    lr: float = field(default=1e-3, metadata=positive)
+    weight_decay: float = field(default=0.0, metadata=non_negative)
+    schedule: Literal["constant", "plateau", "warmup_decay"] = "plateau"
+    warmup_steps: int = field(default=500, metadata=non_negative)  # warmup_decay
+    plateau_factor: float = field(default=0.5, metadata=probability)
+    plateau_patience: int = field(default=1, metadata=non_negative)  # validations without gain
+    min_lr: float = field(default=1e-5, metadata=non_negative)
+    clip_norm: float = field(default=1.0, metadata=positive)
+    label_smoothing: float = field(default=0.1, metadata=probability)
+    max_steps: Optional[int] = field(default=None, metadata=positive)
+    max_epochs: Optional[int] = field(default=30, metadata=positive)
+    validate_every: int = field(default=500, metadata=positive)  # steps
+    checkpoint_every: int = field(default=500, metadata=positive)  # steps
+    early_stopping_metric: Literal["bleu", "loss"] = "bleu"
+    patience: int = field(default=4, metadata=positive)  # validations without a new best
+    log_every: int = field(default=50, metadata=positive)  # steps between TensorBoard points
+    on_nan: Literal["stop", "skip"] = "skip"  # a non-finite loss: stop the run or skip the batch
+    max_skipped_batches: int = field(default=20, metadata=non_negative)
+    examples: int = field(default=3, metadata=non_negative)  # dev sentences shown with attention
+    overwrite: bool = False  # allow reusing a run directory that holds another config
+
+
+@dataclass
+class SearchConfig:
+    """Decoding: greedy (beam_size 1) or beam search."""
+
+    beam_size: int = field(default=5, metadata=positive)
+    length_penalty: float = field(default=1.0, metadata=non_negative)  # GNMT alpha; 0 = none
+    max_length_ratio: float = field(default=2.0, metadata=positive)  # output <= ratio*src + 10
+    n_best: int = field(default=1, metadata=positive)
+    replace_unk: bool = False  # replace <unk> by the most-attended source token
+    batch_size: int = field(default=64, metadata=positive)  # sentences per decoding batch
+
+
+@dataclass
+class EvalConfig:
+    split: Literal["dev", "test"] = "test"
+    checkpoint: Literal["best", "last"] = "best"
+
+
+@dataclass
+class Config:
+    name: str = "experiment"
+    seed: int = 1234
+    runs_dir: str = "runs"
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.runs_dir) / self.name
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def data_hash(self) -> str:
+        """Names the prepared-data folder: changes whenever a data setting changes."""
+        data = dataclasses.asdict(self.data)
+        del data["prepared_dir"], data["workers"]  # where and how fast, not what
+        return _hash(data)
+
+
+def _hash(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Config:
+    """Read an experiment YAML, apply `section.key=value` overrides, validate everything."""
+    path = Path(path)
+    if not path.is_file():
+        raise NMTError(f"{path}: config file not found")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as error:
+        raise NMTError(f"{path}: not valid YAML: {error}") from None
+    if not isinstance(raw, dict):
+        raise NMTError(f"{path}: the top level must be a mapping of sections (data:, model:, ...)")
+    for override in overrides:
+        _apply_override(raw, override, path)
+    return build_config(raw, source=str(path))
+
+
+def build_config(raw: dict, source: str = "<config>") -> Config:
+    """Turn a nested dict into a validated Config; errors name `source` and the dotted key."""
+    config = _build(Config, raw, source, prefix="")
+    _check_together(config, source)
+    return config
+
+
+def _check_together(config: Config, source: str) -> None:
+    """Rules that involve more than one key."""
+    model, data = config.model, config.data
+    if model.attention in ("dot", "scaled_dot") and model.decoder_hidden != 2 * model.encoder_hidden:
+        raise NMTError(
+            f"{source}: model.attention = {model.attention} compares decoder and encoder states "
+            f"directly, so model.decoder_hidden ({model.decoder_hidden}) must equal "
+            f"2 * model.encoder_hidden ({2 * model.encoder_hidden}); or use 'general' or 'additive'"
+        )
+    if model.tie_embeddings and model.embed_size != model.readout_size:
+        raise NMTError(
+            f"{source}: model.tie_embeddings needs model.embed_size ({model.embed_size}) "
+            f"== model.readout_size ({model.readout_size})"
+        )
+    if data.min_length > data.max_length:
+        raise NMTError(f"{source}: data.min_length must be <= data.max_length")
+
+
+def _apply_override(raw: dict, override: str, path: Path) -> None:
+    key, sep, text = override.partition("=")
+    if not sep or not key:
+        raise NMTError(f"override {override!r}: write it as section.key=value, e.g. training.lr=3e-4")
+    value = yaml.safe_load(text) if text.strip() else None
+    node = raw
+    parts = key.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise NMTError(f"override {override!r}: {part} is not a section in {path}")
+    node[parts[-1]] = value
+
+
+def _build(cls, raw: Any, source: str, prefix: str):
+    where = prefix.rstrip(".") or "the top level"
+    if not isinstance(raw, dict):
+        raise NMTError(f"{source}: {where} must be a mapping, got {type(raw).__name__}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for key in raw:
+        if key not in fields:
+            close = difflib.get_close_matches(str(key), list(fields), n=1)
+            hint = f"; did you mean '{prefix}{close[0]}'?" if close else ""
+            raise NMTError(
+                f"{source}: unknown key '{prefix}{key}'{hint} "
+                f"(allowed in {where}: {', '.join(fields)})"
+            )
+    values = {}
+    for name, f in fields.items():
+        if name not in raw:
+            continue
+        kind = hints[name]
+        if dataclasses.is_dataclass(kind):
+            values[name] = _build(kind, raw[name], source, prefix=f"{prefix}{name}.")
+        else:
+            values[name] = _coerce(raw[name], kind, f, source, f"{prefix}{name}")
+    return cls(**values)
+
+
+def _coerce(value: Any, kind: Any, f: dataclasses.Field, source: str, key: str) -> Any:
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin is typing.Union and type(None) in args:  # Optional[X]
+        if value is None:
+            return None
+        kind = next(a for a in args if a is not type(None))
+        origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin is Literal:
+        if value not in args:
+            raise NMTError(f"{source}: {key} = {value!r} is not allowed; choose one of {list(args)}")
+        return value
+    if kind is float and isinstance(value, str):
+        value = _float_or_text(value)  # YAML 1.1 reads 3e-4 (no dot) as text, not a number
+    ok = (
+        (kind is bool and isinstance(value, bool))
+        or (kind is int and isinstance(value, int) and not isinstance(value, bool))
+        or (kind is float and isinstance(value, (int, float)) and not isinstance(value, bool))
+        or (kind is str and isinstance(value, str))
+    )
+    if not ok:
+        raise NMTError(f"{source}: {key} = {value!r} must be {kind.__name__}")
+    value = float(value) if kind is float else value
+    check = f.metadata.get("check")
+    if check and not check(value):
+        raise NMTError(f"{source}: {key} = {value!r} is not allowed; use {f.metadata['allowed']}")
+    return value
+
+
+def _float_or_text(text: str) -> Any:
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def save_config(config: Config, path: Path) -> None:
+    """Write the resolved config (every default filled in) atomically."""
+    from nmt.io import atomic_write_text
+
+    atomic_write_text(path, yaml.safe_dump(config.to_dict(), sort_keys=False, allow_unicode=True))
