@@ -1,0 +1,89 @@
+"""The attention decoder, one target word at a time, in the style of Bahdanau et al. (2015).
+
+Step i, given the previous word y_{i-1} and the previous state s_{i-1}:
+
+    c_i, a_i = attention(query=s_{i-1}, keys/values=h_1..h_n)      where to look now
+    s_i      = RNN([emb(y_{i-1}); c_i; r_{i-1}], s_{i-1})          r_{i-1} only with input feeding
+    r_i      = tanh(W [s_i; c_i; emb(y_{i-1})])                     deep output (readout)
+    p(y_i)   = softmax(V r_i)                                      in Seq2Seq, for all steps at once
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import torch
+from torch import Tensor, nn
+
+from nmt.model.attention import Attention
+
+
+@dataclass
+class Memory:
+    """What the decoder reads from the encoder, fixed for the whole sentence."""
+
+    values: Tensor  # (B, S, D) encoder states
+    keys: Tensor  # (B, S, K) projected once per sentence
+    mask: Tensor  # (B, S) bool, True on real tokens
+    summary: Tensor  # (B, D) final encoder states, the fixed context of attention "none"
+
+    def select(self, index: Tensor) -> "Memory":
+        """Rows `index` of every tensor: how beam search copies a sentence per hypothesis."""
+        return Memory(*(getattr(self, f.name).index_select(0, index) for f in fields(self)))
+
+
+@dataclass
+class DecoderState:
+    hidden: Tensor  # (B, H) s_{i-1}
+    cell: Tensor | None  # (B, H) LSTM cell, None for GRU
+    readout: Tensor  # (B, R) r_{i-1}, fed back with input feeding
+
+    def select(self, index: Tensor) -> "DecoderState":
+        cell = None if self.cell is None else self.cell.index_select(0, index)
+        return DecoderState(self.hidden.index_select(0, index), cell,
+                            self.readout.index_select(0, index))
+
+
+class Decoder(nn.Module):
+    def __init__(self, rnn: str, embed_size: int, hidden_size: int, context_size: int,
+                 readout_size: int, attention: Attention, input_feeding: bool, dropout: float):
+        super().__init__()
+        self.attention = attention
+        self.input_feeding = input_feeding
+        self.readout_size = readout_size
+        rnn_input = embed_size + context_size + (readout_size if input_feeding else 0)
+        self.cell = nn.GRUCell(rnn_input, hidden_size) if rnn == "gru" else nn.LSTMCell(rnn_input, hidden_size)
+        self.bridge = nn.Linear(context_size, hidden_size)
+        self.readout = nn.Linear(hidden_size + context_size + embed_size, readout_size)
+        self.dropout = nn.Dropout(dropout)
+
+    def init_state(self, memory: Memory) -> DecoderState:
+        """s_0 = tanh(W summary): the decoder starts from what the encoder read."""
+        hidden = torch.tanh(self.bridge(memory.summary))  # (B, H)
+        cell = torch.zeros_like(hidden) if isinstance(self.cell, nn.LSTMCell) else None
+        readout = hidden.new_zeros(hidden.size(0), self.readout_size)  # (B, R)
+        return DecoderState(hidden, cell, readout)
+
+    def step(self, prev_embed: Tensor, state: DecoderState, memory: Memory
+             ) -> tuple[Tensor, DecoderState, Tensor | None]:
+        """prev_embed (B, E) → readout (B, R), the next state, attention weights (B, S) or None."""
+        context, weights = self.attention(state.hidden, memory.keys, memory.values,
+                                          memory.mask, memory.summary)  # (B, D), (B, S)
+        inputs = [prev_embed, context, state.readout] if self.input_feeding else [prev_embed, context]
+        if state.cell is None:
+            hidden, cell = self.cell(torch.cat(inputs, dim=1), state.hidden), None  # (B, H)
+        else:
+            hidden, cell = self.cell(torch.cat(inputs, dim=1), (state.hidden, state.cell))
+        readout = self.dropout(torch.tanh(self.readout(torch.cat([hidden, context, prev_embed], dim=1))))
+        return readout, DecoderState(hidden, cell, readout), weights
+
+    def forward(self, embedded: Tensor, state: DecoderState, memory: Memory
+                ) -> tuple[Tensor, Tensor | None]:
+        """Teacher forcing: embedded targets (B, T, E) → readouts (B, T, R), weights (B, T, S)."""
+        readouts, all_weights = [], []
+        for t in range(embedded.size(1)):
+            readout, state, weights = self.step(embedded[:, t], state, memory)
+            readouts.append(readout)
+            all_weights.append(weights)
+        stacked_weights = None if all_weights[0] is None else torch.stack(all_weights, dim=1)
+        return torch.stack(readouts, dim=1), stacked_weights

@@ -1,0 +1,73 @@
+"""The whole model: encoder, attention decoder and the output layer over the target vocabulary."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from nmt.config import ModelConfig
+from nmt.data.vocab import PAD_ID
+from nmt.model.attention import make_attention
+from nmt.model.decoder import Decoder, DecoderState, Memory
+from nmt.model.encoder import Encoder
+
+
+class Seq2Seq(nn.Module):
+    def __init__(self, config: ModelConfig, src_vocab_size: int, tgt_vocab_size: int):
+        super().__init__()
+        self.config = config
+        self.encoder = Encoder(config.rnn, src_vocab_size, config.embed_size, config.encoder_hidden,
+                               config.encoder_layers, config.dropout)
+        context_size = self.encoder.output_size
+        attention = make_attention(config.attention, config.decoder_hidden, context_size,
+                                   config.attention_size)
+        self.tgt_embed = nn.Embedding(tgt_vocab_size, config.embed_size, padding_idx=PAD_ID)
+        self.decoder = Decoder(config.rnn, config.embed_size, config.decoder_hidden, context_size,
+                               config.readout_size, attention, config.input_feeding, config.dropout)
+        self.output_layer = nn.Linear(config.readout_size, tgt_vocab_size)
+        if config.tie_embeddings:
+            self.output_layer.weight = self.tgt_embed.weight
+        self.embed_dropout = nn.Dropout(config.dropout)
+
+    def encode(self, src: Tensor, src_lengths: Tensor) -> Memory:
+        """src (B, S), src_lengths (B,) → the memory the decoder attends over."""
+        values, summary = self.encoder(src, src_lengths)  # (B, S, D), (B, D)
+        keys = self.decoder.attention.project_keys(values)  # (B, S, K): once per sentence
+        return Memory(values, keys, src != PAD_ID, summary)
+
+    def init_state(self, memory: Memory) -> DecoderState:
+        return self.decoder.init_state(memory)
+
+    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor
+                ) -> tuple[Tensor, Tensor | None]:
+        """Teacher forcing. tgt_in (B, T) starts with <s> → logits (B, T, V), weights (B, T, S)."""
+        memory = self.encode(src, src_lengths)
+        embedded = self.embed_dropout(self.tgt_embed(tgt_in))  # (B, T, E)
+        readouts, weights = self.decoder(embedded, self.init_state(memory), memory)  # (B, T, R)
+        return self.output_layer(readouts), weights  # (B, T, V)
+
+    def decode_step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory
+                    ) -> tuple[Tensor, DecoderState, Tensor | None]:
+        """One search step: prev_tokens (B,) → log-probabilities (B, V), state, weights (B, S)."""
+        readout, state, weights = self.decoder.step(self.tgt_embed(prev_tokens), state, memory)
+        return F.log_softmax(self.output_layer(readout), dim=-1), state, weights
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def build_model(config: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> Seq2Seq:
+    """The model, with orthogonal recurrent weights and zero RNN biases (stable from step one)."""
+    model = Seq2Seq(config, src_vocab_size, tgt_vocab_size)
+    for name, param in model.named_parameters():
+        if "rnn" in name or "cell" in name:
+            if "weight_hh" in name:
+                for chunk in param.data.chunk(3 if config.rnn == "gru" else 4, dim=0):
+                    nn.init.orthogonal_(chunk)
+            elif "bias" in name:
+                nn.init.zeros_(param)
+    with torch.no_grad():
+        model.tgt_embed.weight[PAD_ID].zero_()
+    return model
