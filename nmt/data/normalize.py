@@ -8,11 +8,12 @@ Chinese, deliberately:
   space into a space, and compatibility characters into their usual forms.
 - But NFKC also turns the full-width clause punctuation `，？！：；` into ASCII, while it leaves
   `。、“”` alone: a sentence would end in `。` or `?`, a mix of two scripts. Chinese text writes
-  these marks full-width, and the corpus mostly does too (`？` 3,711 times, `?` 512 times), so after
-  NFKC we map ASCII `, ? ! : ;` back to full width, which also merges the two spellings into one
-  vocabulary entry. Between two ASCII letters or digits they stay ASCII (`3,000`, `10:30`).
-- Spaces between two Chinese characters carry no meaning and are removed; spaces in Latin runs
-  (`Tom Jackson`) are kept, collapsed to one.
+  these marks full-width, and the corpus mostly does too (`？` 3,711 times, `?` 512 times), so
+  NFKC skips them, and ASCII `, ? ! : ;` become full width, which also merges the two spellings
+  into one vocabulary entry. Between two ASCII letters or digits they stay ASCII (`3,000`,
+  `10:30`).
+- Spaces next to a Chinese character or mark carry no meaning and are removed (`我 爱 Tom` →
+  `我爱Tom`); spaces between Latin words (`Tom Jackson`) are kept, collapsed to one.
 - Traditional → simplified is an option (OpenCC's `t2s` table), after NFKC.
 
 English: NFKC, curly quotes → straight ones (the corpus writes `'` and `"`; Moses splits
@@ -31,27 +32,31 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 _SPACES = re.compile(r"\s+")
 
 _CJK = "\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
-_SPACE_BETWEEN_CJK = re.compile(f"(?<=[{_CJK}]) (?=[{_CJK}])")
+_SPACE_BY_CJK = re.compile(f"(?<=[{_CJK}]) | (?=[{_CJK}])")
 
 _FULL_WIDTH = {",": "，", "?": "？", "!": "！", ":": "：", ";": "；"}
+_NFKC_RUNS_ZH = re.compile(f"[^{''.join(_FULL_WIDTH.values())}]+")  # spares full-width marks
 # An ASCII clause mark, unless it sits between two ASCII letters/digits (3,000 · 10:30).
 _ASCII_CLAUSE_MARK = re.compile(r"[,?!:;](?![A-Za-z0-9])|(?<![A-Za-z0-9])[,?!:;]")
 
 _CURLY_QUOTES = str.maketrans({"‘": "'", "’": "'", "‚": "'", "“": '"', "”": '"', "„": '"'})
 
 
-def _common(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text)
-    text = _INVISIBLE.sub("", text)
-    text = _CONTROL.sub(" ", text)
+def _nfkc(match: re.Match) -> str:
+    return unicodedata.normalize("NFKC", match.group())
+
+
+def _common(text: str, nfkc_runs: re.Pattern | None = None) -> str:
+    text = _CONTROL.sub(" ", _INVISIBLE.sub("", text))  # first, so NFKC sees what remains
+    text = nfkc_runs.sub(_nfkc, text) if nfkc_runs else unicodedata.normalize("NFKC", text)
     return _SPACES.sub(" ", text).strip()
 
 
 def normalize_zh(text: str, traditional_to_simplified: bool = False) -> str:
     """Clean one Chinese sentence (see the module docstring for the choices)."""
-    text = _common(text)
+    text = _common(text, nfkc_runs=_NFKC_RUNS_ZH)
     text = _ASCII_CLAUSE_MARK.sub(lambda m: _FULL_WIDTH[m.group()], text)
-    text = _SPACE_BETWEEN_CJK.sub("", text)
+    text = _SPACE_BY_CJK.sub("", text)
     if traditional_to_simplified:
         text = _opencc_t2s().convert(text)
     return text

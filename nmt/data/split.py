@@ -56,8 +56,9 @@ def split_pairs(pairs: Sequence[tuple[str, str]], dev_size: int, test_size: int,
                 seed: int) -> dict[str, list[int]]:
     """Indices of `pairs` (zh, en) for train, dev and test, each in corpus order.
 
-    Components are shuffled with `seed` and dealt to test, then dev, while they fit; the rest is
-    train. A component never splits, so dev and test come out at or just under their sizes.
+    Components are shuffled with `seed`; each goes to whichever of test and dev is least full
+    (as a share of its size) among those it fits in, else to train. A component never splits,
+    so dev and test come out at or just under their sizes.
     """
     needed = 2 * (dev_size + test_size)  # keep at least half of the pairs for training
     if len(pairs) < needed:
@@ -71,12 +72,13 @@ def split_pairs(pairs: Sequence[tuple[str, str]], dev_size: int, test_size: int,
     targets = {"test": test_size, "dev": dev_size}
     chosen: dict[str, list[int]] = {name: [] for name in SPLITS}
     for group in groups:
-        side = next((s for s, n in targets.items() if len(chosen[s]) + len(group) <= n), "train")
+        fits = [s for s, n in targets.items() if len(chosen[s]) + len(group) <= n]
+        side = min(fits, key=lambda s: len(chosen[s]) / targets[s], default="train")
         chosen[side].extend(group)
     for name, target in targets.items():
         if not chosen[name]:
-            raise NMTError(f"no {name} pairs: every group of pairs sharing a sentence is larger "
-                           f"than data.{name}_size={target}; raise it or use a larger corpus")
+            raise NMTError(f"no {name} pairs: the groups of pairs sharing a sentence were too "
+                           f"large for data.{name}_size={target}; raise it or use a larger corpus")
         if len(chosen[name]) < target:
             log.warning("%s has %d pairs, fewer than the %d asked for: the remaining groups of "
                         "pairs sharing a sentence were too large to fit", name,

@@ -1,0 +1,117 @@
+import pytest
+
+from nmt.config import Config, load_config, save_config
+from nmt.errors import NMTError
+
+from conftest import REPO
+
+
+def write(tmp_path, text):
+    path = tmp_path / "exp.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_shipped_configs_load():
+    assert load_config(REPO / "configs" / "tatoeba.yaml").name == "tatoeba"
+    smoke = load_config(REPO / "configs" / "smoke.yaml")
+    assert smoke.data.max_pairs == 400 and smoke.model.embed_size == 32
+
+
+def test_defaults_fill_what_the_file_leaves_out(tmp_path):
+    config = load_config(write(tmp_path, "name: x\n"))
+    assert config.data.dev_size == 1000 and config.model.attention == "additive"
+
+
+def test_unknown_key_names_file_and_key_and_suggests_the_nearest(tmp_path):
+    path = write(tmp_path, "data:\n  dev_sise: 10\n")
+    with pytest.raises(NMTError, match=r"exp\.yaml: unknown key 'data\.dev_sise'; "
+                                       r"did you mean 'data\.dev_size'\?.*allowed in data: corpus"):
+        load_config(path)
+
+
+def test_unknown_section_suggests_the_nearest(tmp_path):
+    with pytest.raises(NMTError, match=r"unknown key 'trainig'; did you mean 'training'\?"):
+        load_config(write(tmp_path, "trainig:\n  lr: 0.1\n"))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("data:\n  dev_size: many\n", r"exp\.yaml: data\.dev_size = 'many' must be int"),
+    ("data:\n  dev_size: 1.5\n", r"data\.dev_size = 1\.5 must be int"),
+    ("data:\n  lowercase: 1\n", r"data\.lowercase = 1 must be bool"),
+    ("training:\n  lr: true\n", r"training\.lr = True must be float"),
+    ("data: [1, 2]\n", r"data must be a mapping"),
+])
+def test_wrong_type_names_the_key(tmp_path, text, message):
+    with pytest.raises(NMTError, match=message):
+        load_config(write(tmp_path, text))
+
+
+def test_bad_choice_lists_what_is_allowed(tmp_path):
+    with pytest.raises(NMTError, match=r"exp\.yaml: model\.attention = 'luong' is not allowed; "
+                                       r"choose one of \['additive', 'dot', 'general'"):
+        load_config(write(tmp_path, "model:\n  attention: luong\n"))
+
+
+def test_bad_value_says_what_is_allowed(tmp_path):
+    with pytest.raises(NMTError, match=r"data\.dev_size = 0 is not allowed; use a number > 0"):
+        load_config(write(tmp_path, "data:\n  dev_size: 0\n"))
+
+
+def test_overrides_are_parsed_as_yaml_values(tmp_path):
+    config = load_config(write(tmp_path, "name: x\n"), [
+        "training.lr=3e-4", "training.max_steps=200", "data.lowercase=true",
+        "data.corpus=/tmp/some dir/cmn.txt", "data.max_pairs=null", "name=other"])
+    assert config.training.lr == pytest.approx(3e-4)
+    assert config.training.max_steps == 200 and config.data.lowercase is True
+    assert config.data.corpus == "/tmp/some dir/cmn.txt" and config.data.max_pairs is None
+    assert config.name == "other"
+
+
+def test_scientific_notation_without_a_dot_is_a_float_in_files_too(tmp_path):
+    assert load_config(write(tmp_path, "training:\n  lr: 5e-4\n")).training.lr == 5e-4
+
+
+@pytest.mark.parametrize("override, message", [
+    ("training.lr", r"override 'training\.lr': write it as section\.key=value"),
+    ("=3", r"write it as section\.key=value"),
+    ("training.lrr=0.1", r"unknown key 'training\.lrr'; did you mean 'training\.lr'\?"),
+    ("name.x=1", r"name is not a section"),
+])
+def test_bad_overrides(tmp_path, override, message):
+    with pytest.raises(NMTError, match=message):
+        load_config(write(tmp_path, "name: x\n"), [override])
+
+
+@pytest.mark.parametrize("text, message", [
+    ("model:\n  attention: dot\n  encoder_hidden: 256\n  decoder_hidden: 256\n",
+     r"model\.decoder_hidden \(256\) must equal 2 \* model\.encoder_hidden \(512\)"),
+    ("model:\n  tie_embeddings: true\n  embed_size: 128\n  readout_size: 256\n",
+     r"model\.tie_embeddings needs model\.embed_size \(128\) == model\.readout_size \(256\)"),
+    ("data:\n  min_length: 10\n  max_length: 5\n", r"data\.min_length must be <= data\.max_length"),
+])
+def test_cross_field_checks(tmp_path, text, message):
+    with pytest.raises(NMTError, match=message):
+        load_config(write(tmp_path, text))
+
+
+def test_missing_file_and_bad_yaml(tmp_path):
+    with pytest.raises(NMTError, match=r"nope\.yaml: config file not found"):
+        load_config(tmp_path / "nope.yaml")
+    with pytest.raises(NMTError, match=r"exp\.yaml: not valid YAML"):
+        load_config(write(tmp_path, "data: [unclosed\n"))
+    with pytest.raises(NMTError, match=r"the top level must be a mapping"):
+        load_config(write(tmp_path, "- a\n- b\n"))
+
+
+def test_data_hash_ignores_where_and_how_fast_but_not_what(tmp_path):
+    base = Config()
+    moved = load_config(write(tmp_path, "data:\n  prepared_dir: elsewhere\n  workers: 1\n"))
+    changed = load_config(write(tmp_path, "data:\n  lowercase: true\n"))
+    assert moved.data_hash() == base.data_hash() != changed.data_hash()
+
+
+def test_saved_config_loads_back_equal(tmp_path):
+    config = load_config(REPO / "configs" / "smoke.yaml", ["training.lr=0.01"])
+    save_config(config, tmp_path / "config.yaml")
+    assert load_config(tmp_path / "config.yaml") == config
