@@ -1,0 +1,30 @@
+"""What a search returns for one sentence, and the GNMT length penalty that ranks it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from torch import Tensor
+
+
+@dataclass
+class Hypothesis:
+    """One output sentence of the search."""
+
+    tokens: list[int]  # target ids, without <s> and </s>
+    score: float  # log_prob / length penalty: what hypotheses are ranked by
+    log_prob: float  # sum of the token log-probabilities, </s> included when it was produced
+    ended: bool = True  # False when it was cut at the maximum output length, without </s>
+    # (T, S_real) float32 weights of each decoding step over the real source tokens:
+    # T = len(tokens) + 1 when `ended` (the last row is the step that produced </s>), else
+    # len(tokens). None when the model has no attention or the search did not keep it.
+    attention: np.ndarray | None = None
+
+
+def length_penalty(length: Tensor | float, alpha: float) -> Tensor | float:
+    """GNMT (Wu et al., 2016): ((5 + length) / 6) ** alpha; alpha 0 gives 1, no normalization.
+
+    `length` counts decoding steps, </s> included.
+    """
+    return ((5.0 + length) / 6.0) ** alpha

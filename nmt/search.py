@@ -1,0 +1,208 @@
+"""Decoding: from a batch of source sentences to the best target sequences.
+
+`search` is the one entry point: greedy search for beam size 1, beam search otherwise. Both work
+on the whole batch at once; the only Python loop is over time steps. Sentences that are done
+leave the batch, so the last steps run on the few long sentences only.
+
+Scores are GNMT-normalized (Wu et al., 2016): score = log P(y|x) / lp(|y|), with
+lp(l) = ((5 + l) / 6) ** alpha and l counting every decoding step, </s> included. alpha = 0 ranks
+by plain log-probability; larger alphas favour longer outputs.
+
+Beam search (batched over sentences × beams, K = beam size):
+- each step expands the K open hypotheses of each sentence and takes the 2K best candidates; a
+  candidate ending in </s> among the best K is finished and kept; the best K that do not end
+  in </s> form the next beam, so the beam always holds K open hypotheses;
+- a sentence is done, once it has n_best finished hypotheses, when the best candidate of the
+  step ends in </s> (as in OpenNMT and Joey NMT; with K = 1 this is exactly greedy search), or
+  earlier, when no open hypothesis can still beat the n-th best finished one; and at its maximum
+  output length, where the open hypotheses end without </s>.
+- The early stop is sound: log-probabilities only fall, and the length penalty can at most grow
+  to lp(max length), so an open hypothesis with log-probability s never scores above
+  s / lp(max length). With alpha = 0 the first rule is sound for the best hypothesis (every open
+  one is already below it); with alpha > 0 it is the usual heuristic, since a longer
+  hypothesis could still overtake after normalization.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from nmt.config import SearchConfig
+from nmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from nmt.errors import NMTError
+from nmt.finished import FinishedPool
+from nmt.hypothesis import Hypothesis, length_penalty
+
+__all__ = ["Hypothesis", "search", "greedy_search", "beam_search", "replace_unknowns", "length_penalty"]
+
+
+def max_output_lengths(src_lengths: Tensor, ratio: float) -> Tensor:
+    """ceil(ratio * source length) + 10 decoding steps per sentence, </s> included."""
+    return torch.ceil(src_lengths.double() * ratio).long() + 10  # (B,)
+
+
+@torch.inference_mode()
+def search(model, src: Tensor, src_lengths: Tensor, config: SearchConfig,
+           keep_attention: bool = True) -> list[list[Hypothesis]]:
+    """src (B, S) padded with PAD_ID, src_lengths (B,) → per sentence its n-best list, best first.
+
+    The model must be in eval mode (dropout off); `nmt.translate` takes care of that.
+    """
+    if config.n_best > config.beam_size:
+        raise NMTError(f"search.n_best ({config.n_best}) must be <= search.beam_size "
+                       f"({config.beam_size}): a beam of K keeps at most K hypotheses")
+    if config.beam_size == 1:
+        return greedy_search(model, src, src_lengths, config.max_length_ratio,
+                             config.length_penalty, keep_attention)
+    return beam_search(model, src, src_lengths, config.beam_size, config.n_best,
+                       config.length_penalty, config.max_length_ratio, keep_attention)
+
+
+def _forbid_specials(log_probs: Tensor) -> Tensor:
+    """<pad> and <s> are never outputs (training never scores them as targets)."""
+    log_probs[:, PAD_ID] = float("-inf")
+    log_probs[:, BOS_ID] = float("-inf")
+    return log_probs
+
+
+@torch.inference_mode()
+def greedy_search(model, src: Tensor, src_lengths: Tensor, max_length_ratio: float = 2.0,
+                  alpha: float = 0.0, keep_attention: bool = True) -> list[list[Hypothesis]]:
+    """The most probable next token at every step; one hypothesis per sentence."""
+    batch, device = src.size(0), src.device
+    memory = model.encode(src, src_lengths)
+    state = model.init_state(memory)
+    max_lengths = max_output_lengths(src_lengths, max_length_ratio).to(device)  # (B,)
+    limit = int(max_lengths.max())
+    out_tokens = torch.full((batch, limit), PAD_ID, dtype=torch.long, device=device)  # (B, L)
+    out_steps = torch.zeros(batch, dtype=torch.long, device=device)  # (B,) steps incl. </s>
+    out_log_probs = torch.zeros(batch, device=device)  # (B,)
+    out_attention = None  # (B, L, S), made at the first step that has weights
+
+    active = torch.arange(batch, device=device)  # (A,) sentences still decoding
+    prev = torch.full((batch,), BOS_ID, dtype=torch.long, device=device)  # (A,)
+    log_prob = torch.zeros(batch, device=device)  # (A,)
+    for t in range(limit):
+        log_probs, state, weights = model.decode_step(prev, state, memory)  # (A, V), (A, S)
+        best, token = _forbid_specials(log_probs).max(dim=1)  # (A,), (A,)
+        log_prob = log_prob + best
+        out_tokens[active, t] = token
+        if keep_attention and weights is not None:
+            if out_attention is None:
+                out_attention = weights.new_zeros(batch, limit, src.size(1))  # (B, L, S)
+            out_attention[active, t] = weights
+        done = (token == EOS_ID) | (t + 1 >= max_lengths)  # (A,)
+        if done.any():
+            out_steps[active[done]] = t + 1
+            out_log_probs[active[done]] = log_prob[done]
+            if done.all():
+                break
+            keep = (~done).nonzero().squeeze(1)  # (A',)
+            active, max_lengths, log_prob, token = active[keep], max_lengths[keep], log_prob[keep], token[keep]
+            memory, state = memory.select(keep), state.select(keep)
+        prev = token
+
+    scores = out_log_probs / length_penalty(out_steps.float(), alpha)  # (B,)
+    tokens, steps = out_tokens.tolist(), out_steps.tolist()
+    scores, log_probs_list = scores.tolist(), out_log_probs.tolist()
+    attention = None if out_attention is None else out_attention.float().cpu().numpy()
+    lengths = src_lengths.tolist()
+    results = []
+    for i in range(batch):
+        ended = steps[i] > 0 and tokens[i][steps[i] - 1] == EOS_ID
+        n_tokens = steps[i] - 1 if ended else steps[i]
+        weights = None if attention is None else attention[i, : steps[i], : lengths[i]].copy()
+        results.append([Hypothesis(tokens[i][:n_tokens], scores[i], log_probs_list[i], ended, weights)])
+    return results
+
+
+@torch.inference_mode()
+def beam_search(model, src: Tensor, src_lengths: Tensor, beam_size: int, n_best: int = 1,
+                alpha: float = 0.0, max_length_ratio: float = 2.0,
+                keep_attention: bool = True) -> list[list[Hypothesis]]:
+    """Beam search over all sentences and beams at once; see the module docstring for the rules."""
+    if not 1 <= n_best <= beam_size:
+        raise NMTError(f"search.n_best ({n_best}) must be between 1 and search.beam_size ({beam_size})")
+    batch, k, device = src.size(0), beam_size, src.device
+    memory = model.encode(src, src_lengths)
+    state = model.init_state(memory)
+    expand = torch.arange(batch, device=device).repeat_interleave(k)  # (B*K,) row → sentence
+    memory, state = memory.select(expand), state.select(expand)
+    max_lengths = max_output_lengths(src_lengths, max_length_ratio).to(device)  # (B,)
+    best_penalty = length_penalty(max_lengths.float(), alpha)  # (B,) largest lp a hypothesis gets
+    pool = FinishedPool(batch, n_best, alpha, device)
+
+    active = torch.arange(batch, device=device)  # (A,) sentences still searching
+    # All K beams start as the same <s>: only the first may expand, or the beam fills with copies.
+    alive_scores = torch.full((batch, k), float("-inf"), device=device)  # (A, K) log-probs
+    alive_scores[:, 0] = 0.0
+    prev = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)  # (A*K,)
+    history = prev.new_empty(batch * k, 0)  # (A*K, t) tokens so far
+    attention = None  # (A*K, t, S) weights so far, when kept
+
+    for t in range(int(max_lengths.max())):
+        log_probs, state, weights = model.decode_step(prev, state, memory)  # (A*K, V), (A*K, S)
+        n_active, vocab = active.numel(), log_probs.size(1)
+        if keep_attention and weights is not None:
+            step_weights = weights.unsqueeze(1)  # (A*K, 1, S)
+            attention = step_weights if attention is None else torch.cat([attention, step_weights], 1)
+        candidates = alive_scores.view(-1, 1) + _forbid_specials(log_probs)  # (A*K, V)
+        top_scores, top_index = candidates.view(n_active, k * vocab).topk(2 * k, dim=1)  # (A, 2K)
+        token = top_index % vocab  # (A, 2K)
+        # Rows of the (A*K, ...) tensors that each candidate extends.
+        rows = top_index // vocab + (torch.arange(n_active, device=device) * k).unsqueeze(1)
+        is_eos = token == EOS_ID  # (A, 2K): at most K of them, one per beam
+
+        # Candidates ending in </s> among the best K are finished: history + </s>.
+        ended = is_eos[:, :k] & (top_scores[:, :k] > float("-inf"))  # (A, K)
+        if ended.any():
+            pool.add(active, ended, rows[:, :k], top_scores[:, :k], history, attention, t + 1)
+
+        # The best K candidates that go on form the next beam (a stable sort keeps score order).
+        keep = is_eos.to(torch.uint8).argsort(dim=1, stable=True)[:, :k]  # (A, K)
+        alive_scores = top_scores.gather(1, keep)  # (A, K)
+        alive_rows = rows.gather(1, keep).view(-1)  # (A*K,)
+        prev = token.gather(1, keep).view(-1)  # (A*K,)
+        history = torch.cat([history[alive_rows], prev.unsqueeze(1)], dim=1)  # (A*K, t+1)
+        attention = None if attention is None else attention[alive_rows]  # (A*K, t+1, S)
+        state = state.select(alive_rows)
+
+        # At the maximum length the open hypotheses end here, without </s>.
+        at_max = t + 1 >= max_lengths  # (A,)
+        if at_max.any():
+            cut = at_max.unsqueeze(1) & (alive_scores > float("-inf"))  # (A, K)
+            own_rows = torch.arange(n_active * k, device=device).view(n_active, k)  # (A, K)
+            pool.add(active, cut, own_rows, alive_scores, history, attention, t + 1)
+
+        # An open hypothesis's best possible final score: its log-prob over the largest penalty.
+        bound = alive_scores.max(dim=1).values / best_penalty  # (A,)
+        done = at_max | ((pool.count >= n_best) & (is_eos[:, 0] | (pool.nth_best >= bound)))
+        if done.all():
+            break
+        if done.any():
+            keep_sentences = (~done).nonzero().squeeze(1)  # (A',)
+            keep_rows = (keep_sentences.unsqueeze(1) * k + torch.arange(k, device=device)).view(-1)
+            active, max_lengths = active[keep_sentences], max_lengths[keep_sentences]
+            best_penalty, alive_scores = best_penalty[keep_sentences], alive_scores[keep_sentences]
+            pool.keep(keep_sentences)
+            memory, state = memory.select(keep_rows), state.select(keep_rows)
+            prev, history = prev[keep_rows], history[keep_rows]
+            attention = None if attention is None else attention[keep_rows]
+
+    return pool.results(src_lengths.tolist())
+
+
+def replace_unknowns(tokens: list[str], ids: list[int], attention, src_tokens: list[str]
+                     ) -> list[str]:
+    """Each <unk> in the output becomes the source token attended most when it was produced.
+
+    Names and numbers the target vocabulary lacks (`汤姆` is known, `Zhang` may not be) often pass
+    through unchanged this way (Luong et al., 2015). Without attention the tokens stay as they are.
+    """
+    if attention is None or not src_tokens:
+        return list(tokens)
+    attention = np.asarray(attention)  # (T, S)
+    return [src_tokens[int(attention[i].argmax())] if ids[i] == UNK_ID and i < len(attention)
+            else token for i, token in enumerate(tokens)]
