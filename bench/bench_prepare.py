@@ -33,8 +33,8 @@ def cpu_model() -> str:
 
 
 def timed_prepare(config: str, corpus: str, prepared_dir: str, workers: int) -> float:
-    command = [sys.executable, str(REPO / "scripts" / "prepare.py"), config,
-               f"data.corpus={corpus}", f"data.prepared_dir={prepared_dir}", f"data.workers={workers}"]
+    command = [sys.executable, str(REPO / "scripts" / "prepare.py"), config, f"data.corpus={corpus}",
+               f"data.prepared_dir={prepared_dir}", f"data.workers={workers}"]
     start = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
     seconds = time.perf_counter() - start

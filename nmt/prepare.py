@@ -84,13 +84,13 @@ def _lang(name: str) -> str:
 def prepare(config: Config) -> PreparedData:
     """Prepare the data `config.data` describes, unless an identical preparation exists."""
     prepared = PreparedData(Path(config.data.prepared_dir) / config.data_hash())
-    corpus_sha = _sha256(Path(config.data.corpus))
-    if _is_current(prepared, config, corpus_sha):
+    inputs = _input_hashes(config)
+    if _is_current(prepared, config, inputs):
         log.info("data already prepared in %s", prepared.dir)
         return prepared
     start = time.perf_counter()
     manifest = _build(config, prepared)
-    manifest["corpus_sha256"] = corpus_sha
+    manifest["input_sha256"] = inputs
     manifest["elapsed_seconds"] = round(time.perf_counter() - start, 2)
     atomic_write_json(prepared.manifest_path, manifest)  # last: marks the folder complete
     log.info("prepared %d pairs in %.1f s into %s", manifest["counts"]["pairs_kept"],
@@ -110,7 +110,7 @@ def load_prepared(config: Config) -> PreparedData:
     return prepared
 
 
-def _is_current(prepared: PreparedData, config: Config, corpus_sha: str | None) -> bool:
+def _is_current(prepared: PreparedData, config: Config, inputs: dict) -> bool:
     if not prepared.manifest_path.is_file():
         return False
     try:
@@ -122,11 +122,20 @@ def _is_current(prepared: PreparedData, config: Config, corpus_sha: str | None) 
             p.is_file() for p in prepared.files()):
         log.warning("%s is incomplete or stale; preparing again", prepared.dir)
         return False
-    if corpus_sha is not None and manifest.get("corpus_sha256") != corpus_sha:
-        log.warning("%s has changed since %s was prepared; preparing again",
-                    config.data.corpus, prepared.dir)
-        return False
-    return True  # a missing corpus is fine: the prepared folder stands on its own
+    recorded = manifest.get("input_sha256", {})
+    for key, sha in inputs.items():
+        # A missing input is fine: the prepared folder stands on its own.
+        if sha is not None and recorded.get(key) != sha:
+            log.warning("data.%s has changed since %s was prepared; preparing again",
+                        key, prepared.dir)
+            return False
+    return True
+
+
+def _input_hashes(config: Config) -> dict[str, str | None]:
+    """SHA-256 of the files the data config names: the hash of the config sees only their paths."""
+    paths = {"corpus": config.data.corpus, "zh_user_dict": config.data.zh_user_dict}
+    return {key: _sha256(Path(path)) for key, path in paths.items() if path}
 
 
 def _sha256(path: Path) -> str | None:
@@ -166,7 +175,8 @@ def _build(config: Config, prepared: PreparedData) -> dict:
     for split, indices in splits.items():
         atomic_write_lines(prepared.source_lines(split), (pairs[i].line for i in indices))
         for lang in LANGS:
-            atomic_write_lines(prepared.text(split, lang), (getattr(pairs[i], lang) for i in indices))
+            text = (getattr(pairs[i], lang) for i in indices)
+            atomic_write_lines(prepared.text(split, lang), text)
             atomic_write_lines(prepared.tokens(split, lang), (tokens[lang][i] for i in indices))
     for lang, vocab in vocabs.items():
         vocab.save(prepared.vocab(lang))

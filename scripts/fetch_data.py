@@ -89,7 +89,7 @@ def _download(url: str, target: Path) -> None:
     except OSError as error:  # URLError, HTTPError and timeouts are all OSErrors
         raise NMTError(f"could not download {url}: {error}. {WHAT_TO_DO}") from None
     except (zipfile.BadZipFile, KeyError) as error:
-        raise NMTError(f"{url} is not the expected zip with cmn.txt ({error}). {WHAT_TO_DO}") from None
+        raise NMTError(f"{url} is not a zip holding cmn.txt ({error}). {WHAT_TO_DO}") from None
     problem = check_format(data)
     if problem:
         raise NMTError(f"cmn.txt in {url}: {problem}. {WHAT_TO_DO}")

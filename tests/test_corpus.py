@@ -6,7 +6,7 @@ import pytest
 from nmt.data.corpus import read_corpus
 from nmt.errors import NMTError
 
-GOOD = b"Tom likes cats.\t\xe6\xb1\xa4\xe5\xa7\x86\xe5\x96\x9c\xe6\xac\xa2\xe7\x8c\xab\xe3\x80\x82\tCC-BY #1 (a) & #2 (b)"
+GOOD = "Tom likes cats.\t汤姆喜欢猫。\tCC-BY #1 (a) & #2 (b)".encode()
 
 
 def write(tmp_path, data: bytes):
@@ -16,11 +16,11 @@ def write(tmp_path, data: bytes):
 
 
 def good_lines(n):
-    return [b"Line %d.\t\xe7\xac\xac%d\xe8\xa1\x8c\xe3\x80\x82\tcredit" % (i, i) for i in range(n)]
+    return [f"Line {i}.\t第{i}行。\tcredit".encode() for i in range(n)]
 
 
 def test_reads_pairs_without_the_attribution_column(tmp_path):
-    corpus = read_corpus(write(tmp_path, GOOD + b"\n" + b"Hi.\t\xe4\xbd\xa0\xe5\xa5\xbd\n"))
+    corpus = read_corpus(write(tmp_path, GOOD + b"\n" + "Hi.\t你好\n".encode()))
     assert [tuple(p) for p in corpus.pairs] == [("汤姆喜欢猫。", "Tom likes cats.", 1),
                                                 ("你好", "Hi.", 2)]
     assert corpus.lines_read == 2 and corpus.skipped == {}
@@ -42,7 +42,7 @@ def test_no_final_line_end_still_reads_the_last_line(tmp_path):
     (b"   \t ", "blank_line"),
     (b"only one column", "wrong_columns"),
     (b"a\tb\tc\td", "wrong_columns"),
-    (b"\t\xe4\xbd\xa0\xe5\xa5\xbd\tcredit", "empty_side"),
+    ("\t你好\tcredit".encode(), "empty_side"),
     (b"Hello.\t  \tcredit", "empty_side"),
     (b"Bad \xff\xfe bytes.\t\xe4\xbd\xa0\tcredit", "invalid_utf8"),
     (b"Cut \xe4\xbd.\t\xe4\xbd\xa0\tcredit", "invalid_utf8"),  # a character cut in half
@@ -111,7 +111,7 @@ def test_latin1_file_is_mostly_bad(tmp_path):
 
 
 def test_swapped_columns_are_an_error(tmp_path):
-    lines = [b"\xe4\xbd\xa0\xe5\xa5\xbd\xe3\x80\x82\tHello.\tcredit"] * 5
+    lines = ["你好。\tHello.\tcredit".encode()] * 5
     with pytest.raises(NMTError, match="columns look swapped"):
         read_corpus(write(tmp_path, b"\n".join(lines)))
 

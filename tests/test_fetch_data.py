@@ -41,7 +41,8 @@ def test_a_bad_file_in_place_is_fetched_again(tmp_path):
     (tmp_path / "raw" / "cmn-eng" / "cmn.txt").write_text("<html>error page</html>\n")
     result = fetch(tmp_path, "--mirror", str(tmp_path / "mirror"))
     assert result.returncode == 0 and "fetching it again" in result.stderr
-    assert (tmp_path / "raw" / "cmn-eng" / "cmn.txt").read_text(encoding="utf-8-sig").startswith("Tom")
+    fetched = tmp_path / "raw" / "cmn-eng" / "cmn.txt"
+    assert fetched.read_text(encoding="utf-8-sig").startswith("Tom")
 
 
 def test_neither_mirror_nor_download_says_what_to_do(tmp_path):

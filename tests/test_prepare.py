@@ -105,6 +105,16 @@ def test_changed_settings_corpus_or_missing_files_prepare_again(messy_config):
     assert prepare(messy_config).manifest["counts"]["lines_read"] == 206
 
 
+def test_a_changed_user_dictionary_prepares_again(smoke_config, tmp_path):
+    user_dict = tmp_path / "user.dict"
+    user_dict.write_text("喜欢猫 100 v\n", encoding="utf-8")
+    config = with_data(smoke_config, zh_user_dict=str(user_dict))
+    assert "喜欢猫" in read_lines(prepare(config).vocab("zh"))
+    user_dict.write_text("汤姆喜欢 100 v\n", encoding="utf-8")
+    vocab = read_lines(prepare(config).vocab("zh"))
+    assert "汤姆喜欢" in vocab and "喜欢猫" not in vocab
+
+
 def test_max_pairs_keeps_the_first_valid_pairs(messy_config):
     config = with_data(messy_config, max_pairs=100, dev_size=10, test_size=10)
     counts = prepare(config).manifest["counts"]
@@ -156,10 +166,10 @@ def test_paths_check_split_and_language(smoke_config):
 
 
 def test_script_prints_summary_and_errors_without_traceback(smoke_config, tmp_path):
-    script = [sys.executable, str(REPO / "scripts" / "prepare.py"), str(REPO / "configs/smoke.yaml")]
+    script = [sys.executable, str(REPO / "scripts/prepare.py"), str(REPO / "configs/smoke.yaml")]
     data = smoke_config.data
-    ok = subprocess.run(script + [f"data.corpus={data.corpus}", f"data.prepared_dir={data.prepared_dir}"],
-                        capture_output=True, text=True, cwd=tmp_path)
+    paths = [f"data.corpus={data.corpus}", f"data.prepared_dir={data.prepared_dir}"]
+    ok = subprocess.run(script + paths, capture_output=True, text=True, cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
     assert "split train" in ok.stdout and "dev OOV" in ok.stdout
     bad = subprocess.run(script + [f"data.corpus={tmp_path / 'none.tsv'}"],
@@ -167,5 +177,6 @@ def test_script_prints_summary_and_errors_without_traceback(smoke_config, tmp_pa
     assert bad.returncode == 2
     assert bad.stderr.startswith("error: ") and "none.tsv: corpus file not found" in bad.stderr
     assert "Traceback" not in bad.stderr
-    typo = subprocess.run(script + ["data.dev_sise=3"], capture_output=True, text=True, cwd=tmp_path)
+    typo = subprocess.run(script + ["data.dev_sise=3"], capture_output=True, text=True,
+                          cwd=tmp_path)
     assert typo.returncode == 2 and "did you mean 'data.dev_size'" in typo.stderr

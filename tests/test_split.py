@@ -8,7 +8,7 @@ from nmt.errors import NMTError
 
 @st.composite
 def corpora(draw):
-    """Random pairs over `k` sentences a side: a small `k` makes many shared sentences and chains."""
+    """Random pairs over `k` sentences a side; a small `k` makes shared sentences and chains."""
     k = draw(st.integers(1, 300))
     index = st.integers(0, k - 1)
     pairs = draw(st.lists(st.tuples(index, index), min_size=20, max_size=150))

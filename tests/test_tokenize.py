@@ -102,6 +102,13 @@ def test_missing_user_dictionary_names_the_key(tmp_path):
         ChineseSegmenter(user_dict=str(tmp_path / "missing.dict"))
 
 
+def test_user_dictionary_that_is_not_utf8_names_the_key(tmp_path):
+    user_dict = tmp_path / "user.dict"
+    user_dict.write_bytes("蓝鲸 100 n\n".encode("gbk"))
+    with pytest.raises(NMTError, match=r"data\.zh_user_dict = .*user\.dict: not a jieba dictionary"):
+        ChineseSegmenter(user_dict=str(user_dict)).segment("你好")
+
+
 def test_bad_level_is_an_error():
     with pytest.raises(NMTError, match="zh_level"):
         ChineseSegmenter(level="subword")

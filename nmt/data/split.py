@@ -36,7 +36,7 @@ class _UnionFind:
 
 
 def components(pairs: Sequence[tuple[str, str]]) -> list[list[int]]:
-    """Groups of pair indices linked by a shared zh or en sentence, each sorted, in first-seen order."""
+    """Groups of pair indices linked by a shared zh or en sentence; each group is sorted."""
     links = _UnionFind(len(pairs))
     first_seen: dict[tuple[int, str], int] = {}  # (side, sentence) → first pair index holding it
     for index, pair in enumerate(pairs):

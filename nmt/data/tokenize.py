@@ -23,13 +23,18 @@ _CHAR_TOKENS = re.compile(r"[A-Za-z0-9]+(?:[.'\-][A-Za-z0-9]+)*|\S")
 _TIME_COLON = re.compile(r"(?<=\d): (?=\d\d\b)")
 
 _jieba_lock = threading.Lock()
-_jieba_tokenizers: dict[str | None, object] = {}  # user-dict path (None = default) → jieba.Tokenizer
+# (user-dict path, its mtime and size) → jieba.Tokenizer; (None,) for no user dictionary.
+_jieba_tokenizers: dict[tuple, object] = {}
 
 
 def _jieba(user_dict: str | None):
     """A ready jieba tokenizer, loaded once per process (the dictionary load takes ~1 s)."""
+    key: tuple = (None,)
+    if user_dict is not None:  # an edited user dictionary is loaded again
+        stat = Path(user_dict).stat()
+        key = (user_dict, stat.st_mtime_ns, stat.st_size)
     with _jieba_lock:
-        if user_dict not in _jieba_tokenizers:
+        if key not in _jieba_tokenizers:
             import jieba
 
             jieba.setLogLevel(logging.WARNING)  # silence "Building prefix dict ..." on stderr
@@ -43,8 +48,8 @@ def _jieba(user_dict: str | None):
                 except (ValueError, UnicodeDecodeError) as error:
                     raise NMTError(f"data.zh_user_dict = {user_dict}: not a jieba dictionary "
                                    f"('word [freq] [tag]' per line): {error}") from None
-            _jieba_tokenizers[user_dict] = tokenizer
-        return _jieba_tokenizers[user_dict]
+            _jieba_tokenizers[key] = tokenizer
+        return _jieba_tokenizers[key]
 
 
 class ChineseSegmenter:
@@ -60,6 +65,7 @@ class ChineseSegmenter:
         self.level = level
         self.user_dict = user_dict
         self.traditional_to_simplified = traditional_to_simplified
+        self._jieba = None  # set on first use
 
     def normalize(self, text: str) -> str:
         return normalize_zh(text, self.traditional_to_simplified)
@@ -69,14 +75,19 @@ class ChineseSegmenter:
         text = self.normalize(text)
         if self.level == "char":
             return _CHAR_TOKENS.findall(text)
-        words = _jieba(self.user_dict).lcut(text)
+        if self._jieba is None:
+            self._jieba = _jieba(self.user_dict)
+        words = self._jieba.lcut(text)
         # jieba returns the spaces between Latin words as tokens of their own.
         return [part for word in words for part in word.split()]
 
     def warm_up(self) -> None:
         """Load the jieba dictionary now (in a worker, before the first sentence arrives)."""
-        if self.level == "word":
-            _jieba(self.user_dict)
+        if self.level == "word" and self._jieba is None:
+            self._jieba = _jieba(self.user_dict)
+
+    def __getstate__(self):  # jieba's dictionary is loaded again on use, not pickled
+        return {**self.__dict__, "_jieba": None}
 
 
 class EnglishTokenizer:

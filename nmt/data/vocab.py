@@ -33,7 +33,8 @@ class Vocab:
         counts = Counter(token for sentence in sentences for token in sentence)
         for special in SPECIALS:  # a literal "<s>" in the text must not get a second id
             counts.pop(special, None)
-        kept = sorted((t for t, n in counts.items() if n >= min_freq), key=lambda t: (-counts[t], t))
+        kept = [t for t, n in counts.items() if n >= min_freq]
+        kept.sort(key=lambda t: (-counts[t], t))
         return cls(SPECIALS + kept[: max(0, max_size - len(SPECIALS))])
 
     def save(self, path: str | Path) -> None:
