@@ -89,6 +89,7 @@ def prepare(config: Config) -> PreparedData:
         log.info("data already prepared in %s", prepared.dir)
         return prepared
     start = time.perf_counter()
+    prepared.manifest_path.unlink(missing_ok=True)  # the folder is unfinished until it returns
     manifest = _build(config, prepared)
     manifest["input_sha256"] = inputs
     manifest["elapsed_seconds"] = round(time.perf_counter() - start, 2)
@@ -157,8 +158,10 @@ def _build(config: Config, prepared: PreparedData) -> dict:
     pairs = _normalize_dedup(pairs, data.traditional_to_simplified, data.lowercase, counts)
     zh_tok, en_tok = tokenize_pairs([p.zh for p in pairs], [p.en for p in pairs], data)
 
-    keep = [i for i in range(len(pairs)) if data.min_length <= len(zh_tok[i].split()) <=
-            data.max_length and data.min_length <= len(en_tok[i].split()) <= data.max_length]
+    def fits(tokens: str) -> bool:
+        return data.min_length <= len(tokens.split()) <= data.max_length
+
+    keep = [i for i in range(len(pairs)) if fits(zh_tok[i]) and fits(en_tok[i])]
     counts["filtered_length"] = len(pairs) - len(keep)
     counts["pairs_kept"] = len(keep)
     pairs = [pairs[i] for i in keep]
