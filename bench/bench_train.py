@@ -1,0 +1,108 @@
+"""Training throughput on real batches, beside the machine's matmul speed in the same run.
+
+    python bench/bench_train.py configs/tatoeba.yaml [--steps 30] [overrides ...]
+
+Prints target tokens/s of full training steps (forward, backward, clipping, Adam), the FLOPs of a
+step as torch's FlopCounterMode counts them, the machine's fp32 matmul GFLOP/s, and their ratio:
+the model FLOPs utilisation. A benchmark prints figures; it asserts nothing.
+"""
+
+import argparse
+import os
+import platform
+import time
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from nmt.config import load_config
+from nmt.data.batching import collate, load_examples, make_batches
+from nmt.data.vocab import Vocab
+from nmt.model.seq2seq import build_model, count_parameters
+from nmt.optim import build_optimizer
+from nmt.prepare import load_prepared
+from nmt.runtime import keep_freed_memory, seed_everything, set_threads
+from nmt.loss import summed_loss
+
+
+def cpu_name() -> str:
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def matmul_gflops(size: int = 1024, repeats: int = 20) -> float:
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    a @ b  # warm-up
+    start = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    return 2 * size**3 * repeats / (time.perf_counter() - start) / 1e9
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config")
+    parser.add_argument("overrides", nargs="*")
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--no-allocator-tweak", action="store_true",
+                        help="leave glibc's malloc settings alone, to measure what the tweak buys")
+    args = parser.parse_args()
+
+    config = load_config(args.config, args.overrides)
+    if not args.no_allocator_tweak:
+        keep_freed_memory()
+    threads = set_threads(config.training.threads)
+    seed_everything(config.seed)
+    prepared = load_prepared(config)
+    src_vocab, tgt_vocab = Vocab.load(prepared.vocab("zh")), Vocab.load(prepared.vocab("en"))
+    examples = load_examples(prepared.tokens("train", "zh"), prepared.tokens("train", "en"),
+                             src_vocab, tgt_vocab, config.training.max_length)
+    batches = make_batches(examples, config.training.batch_tokens, config.seed, epoch=0)
+    model = build_model(config.model, len(src_vocab), len(tgt_vocab)).train()
+    optimizer = build_optimizer(model, config.training)
+
+    def step(indices) -> int:
+        batch = collate(examples, indices)
+        loss = summed_loss(model, batch, config.training.label_smoothing) / batch.target_tokens
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.training.clip_norm)
+        optimizer.step()
+        return batch.target_tokens
+
+    for indices in batches[:3]:  # warm-up
+        step(indices)
+    measured = batches[3 : 3 + args.steps]
+    tokens, start = 0, time.perf_counter()
+    for indices in measured:
+        tokens += step(indices)
+    seconds = time.perf_counter() - start
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        flop_tokens = step(measured[0])
+    flops_per_token = counter.get_total_flops() / flop_tokens
+    peak = matmul_gflops()
+    throughput = tokens / seconds
+    achieved = throughput * flops_per_token / 1e9
+
+    print(f"machine: {cpu_name()}, {os.cpu_count()} cores, torch {torch.__version__}, "
+          f"{threads} threads")
+    print(f"config: {args.config} {' '.join(args.overrides)} | {count_parameters(model):,} "
+          f"parameters, {config.model.attention} attention, batch_tokens "
+          f"{config.training.batch_tokens}, allocator tweak {'off' if args.no_allocator_tweak else 'on'}")
+    print(f"training: {len(measured)} steps, {tokens} target tokens in {seconds:.1f} s "
+          f"= {throughput:.0f} target tokens/s ({seconds / len(measured) * 1000:.0f} ms/step)")
+    print(f"model: {flops_per_token / 1e6:.1f} MFLOP per target token (forward + backward)")
+    print(f"matmul: {peak:.1f} GFLOP/s (fp32, 1024x1024, same threads)")
+    print(f"utilisation: {achieved:.1f} GFLOP/s achieved = {100 * achieved / peak:.0f}% of matmul speed")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""TensorBoard output of a run: curves, example translations and attention heatmaps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torch.utils.tensorboard import SummaryWriter
+
+
+class Board:
+    """A SummaryWriter for rank 0; on other ranks every call does nothing."""
+
+    def __init__(self, log_dir: Path, enabled: bool = True):
+        self.writer = SummaryWriter(str(log_dir)) if enabled else None
+
+    def scalars(self, step: int, prefix: str, values: dict[str, float]) -> None:
+        if self.writer:
+            for name, value in values.items():
+                self.writer.add_scalar(f"{prefix}/{name}", value, step)
+
+    def examples(self, step: int, sources: list[list[str]], hypotheses: list[str],
+                 references: list[str], hypothesis_tokens: list[list[str]], attentions: list) -> None:
+        """Each example's translation as text and, with attention, its heatmap as an image."""
+        if not self.writer:
+            return
+        from nmt.plot import attention_figure, figure_to_array
+
+        for i, (src, hyp, ref) in enumerate(zip(sources, hypotheses, references)):
+            text = f"**source:** {' '.join(src)}  \n**output:** {hyp}  \n**reference:** {ref}"
+            self.writer.add_text(f"dev_example/{i}", text, step)
+            weights = attentions[i]  # (T, S): one row per output token, </s> included if produced
+            if weights is not None and len(weights):
+                labels = (hypothesis_tokens[i] + ["</s>"])[: len(weights)]
+                figure = attention_figure(weights, src, labels)
+                self.writer.add_image(f"attention/{i}", figure_to_array(figure), step,
+                                      dataformats="HWC")
+
+    def flush(self) -> None:
+        if self.writer:
+            self.writer.flush()
+
+    def close(self) -> None:
+        if self.writer:
+            self.writer.close()

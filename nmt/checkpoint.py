@@ -1,0 +1,74 @@
+"""Checkpoints: one `.pt` file holds everything needed to resume training or to translate.
+
+A checkpoint holds only tensors, numbers, strings, lists and dicts, so it loads with
+`torch.load(weights_only=True)`: opening a checkpoint file can never run code. The vocabularies
+and the resolved config travel inside it, so translating needs no prepared data.
+
+    {"format": 1, "config": {...}, "src_vocab": [tokens], "tgt_vocab": [tokens],
+     "model": state_dict, "optimizer": state_dict | None, "scheduler": state_dict | None,
+     "progress": {"step", "epoch", "batch_in_epoch", ...}, "rng": {...}}
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from nmt.config import Config, build_config
+from nmt.data.vocab import Vocab
+from nmt.errors import NMTError
+from nmt.io import atomic_write
+from nmt.model.seq2seq import Seq2Seq, build_model
+
+FORMAT = 1
+
+
+def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
+    """Write to a temporary file, then rename: a kill mid-write leaves the old file intact."""
+    atomic_write(path, lambda tmp: torch.save({"format": FORMAT, **state}, tmp))
+
+
+def load_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Read a checkpoint safely; a missing, corrupt or foreign file is a clear NMTError."""
+    path = Path(path)
+    if not path.is_file():
+        raise NMTError(f"{path}: checkpoint not found; train first (`make train`) or pass --checkpoint")
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises many kinds for a bad file
+        raise NMTError(f"{path}: not a readable checkpoint ({type(error).__name__}: {error})") from None
+    if not isinstance(checkpoint, dict) or checkpoint.get("format") != FORMAT:
+        raise NMTError(f"{path}: not a checkpoint of this project (format {FORMAT} expected)")
+    return checkpoint
+
+
+def model_from_checkpoint(checkpoint: dict[str, Any], source: str = "checkpoint"
+                          ) -> tuple[Seq2Seq, Config, Vocab, Vocab]:
+    """Rebuild the trained model, its config and vocabularies; the model is in eval mode."""
+    config = build_config(checkpoint["config"], source=source)
+    src_vocab, tgt_vocab = Vocab(checkpoint["src_vocab"]), Vocab(checkpoint["tgt_vocab"])
+    model = build_model(config.model, len(src_vocab), len(tgt_vocab))
+    try:
+        model.load_state_dict(checkpoint["model"])
+    except RuntimeError as error:
+        raise NMTError(f"{source}: weights do not fit the model its config describes: {error}") from None
+    return model.eval(), config, src_vocab, tgt_vocab
+
+
+def rng_state() -> dict[str, Any]:
+    """Every random generator training uses, in a form weights_only loading accepts."""
+    state = {"python": random.getstate(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])

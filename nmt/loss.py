@@ -1,0 +1,16 @@
+"""The training objective: token-level cross-entropy over the target, padding ignored."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from nmt.data.batching import Batch
+from nmt.data.vocab import PAD_ID
+
+
+def summed_loss(model, batch: Batch, label_smoothing: float = 0.0) -> torch.Tensor:
+    """The batch's cross-entropy summed over its real target tokens (a scalar tensor)."""
+    logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T, V)
+    return F.cross_entropy(logits.flatten(0, 1).float(), batch.tgt_out.flatten(),
+                           ignore_index=PAD_ID, label_smoothing=label_smoothing, reduction="sum")

@@ -1,0 +1,253 @@
+"""The train stage: from prepared data to checkpoints and TensorBoard curves.
+
+Read top to bottom: set up, resume if a checkpoint exists, then the loop of
+batch → loss → backward → clip → step, validating and checkpointing every so many steps until
+max_steps, max_epochs or early stopping ends it. Rerunning the same command resumes.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import signal
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch.nn.parallel import DistributedDataParallel
+from tqdm import tqdm
+
+from nmt.board import Board
+from nmt.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from nmt.config import Config
+from nmt.data.batching import collate, load_examples, make_batches
+from nmt.data.tokenize import make_tokenizers
+from nmt.data.vocab import Vocab
+from nmt.distributed import Distributed, device_for
+from nmt.errors import NMTError
+from nmt.io import atomic_write_json, read_lines
+from nmt.loss import summed_loss
+from nmt.model.seq2seq import build_model, count_parameters
+from nmt.optim import Schedule, build_optimizer
+from nmt.prepare import prepare
+from nmt.run_dir import claim_run_dir
+from nmt.runtime import keep_freed_memory, pick_device, seed_everything, set_threads
+from nmt.validate import DevSet, validate
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Progress:
+    """Where training stands; saved in every checkpoint."""
+
+    step: int = 0
+    epoch: int = 0
+    batch_in_epoch: int = 0  # batches of this epoch already trained on
+    best_score: float | None = None  # dev BLEU, or minus dev loss
+    bad_validations: int = 0  # validations since the best one
+    skipped_batches: int = 0  # batches whose loss was not finite
+    target_tokens: int = 0
+    train_seconds: float = 0.0
+
+
+class StopSignal:
+    """SIGINT/SIGTERM ask the loop to save and leave at the next step boundary."""
+
+    def __init__(self):
+        self.received: int | None = None
+        self.previous = {}
+
+    def __enter__(self):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self.previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        self.received = signum
+
+    def __exit__(self, *exc):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
+def train(config: Config) -> Path:
+    """Train (or resume) the experiment; returns the run directory."""
+    training = config.training
+    distributed = Distributed.from_env(pick_device(training.device).type)
+    device = device_for(training.device, distributed)
+    keep_freed_memory()
+    threads = set_threads(training.threads)
+    seed_everything(config.seed + distributed.rank)
+
+    prepared = prepare(config) if distributed.is_main else None
+    distributed.barrier()  # the others wait until rank 0 has prepared the data
+    prepared = prepared or prepare(config)
+    run_dir = claim_run_dir(config) if distributed.is_main else config.run_dir
+    distributed.barrier()
+    checkpoints = run_dir / "checkpoints"
+
+    src_vocab, tgt_vocab = Vocab.load(prepared.vocab("zh")), Vocab.load(prepared.vocab("en"))
+    train_examples = load_examples(prepared.tokens("train", "zh"), prepared.tokens("train", "en"),
+                                   src_vocab, tgt_vocab, max_length=training.max_length)
+    if not train_examples:
+        raise NMTError(f"{prepared.dir}: no training pairs within training.max_length")
+    dev = DevSet(
+        load_examples(prepared.tokens("dev", "zh"), prepared.tokens("dev", "en"), src_vocab, tgt_vocab),
+        [line.split() for line in read_lines(prepared.tokens("dev", "zh"))],
+        read_lines(prepared.text("dev", "en")),
+    )
+    _, detokenizer = make_tokenizers(config.data)
+
+    model = build_model(config.model, len(src_vocab), len(tgt_vocab)).to(device)
+    optimizer = build_optimizer(model, training)
+    schedule = Schedule(optimizer, training)
+    progress = Progress()
+    if (checkpoints / "last.pt").is_file():
+        state = load_checkpoint(checkpoints / "last.pt")
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["scheduler"])
+        progress = Progress(**state["progress"])
+        set_rng_state(state["rng"][min(distributed.rank, len(state["rng"]) - 1)])
+        log.info("resuming from %s at step %d", checkpoints / "last.pt", progress.step)
+    trained = DistributedDataParallel(model) if distributed.enabled else model
+
+    board = Board(run_dir / "tensorboard", enabled=distributed.is_main)
+    log.info("model: %s parameters, %s attention; %d training pairs; device %s, %d threads, %d ranks",
+             f"{count_parameters(model):,}", config.model.attention, len(train_examples), device,
+             threads, distributed.world_size)
+
+    def save(name: str) -> None:
+        states = distributed.gather(rng_state())  # every rank's generators, for an exact resume
+        if distributed.is_main:
+            save_checkpoint(checkpoints / name, {
+                "config": config.to_dict(), "src_vocab": src_vocab.itos, "tgt_vocab": tgt_vocab.itos,
+                "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "scheduler": schedule.state_dict(), "progress": asdict(progress), "rng": states,
+            })
+
+    def run_validation() -> None:
+        result = None
+        if distributed.is_main:
+            result = validate(model, dev, tgt_vocab, detokenizer, config.search,
+                              training.batch_tokens, device)
+        scores = distributed.broadcast(None if result is None else (result.bleu, result.loss))
+        score = scores[0] if training.early_stopping_metric == "bleu" else -scores[1]
+        improved = progress.best_score is None or score > progress.best_score
+        progress.best_score = score if improved else progress.best_score
+        progress.bad_validations = 0 if improved else progress.bad_validations + 1
+        schedule.after_validation(improved)
+        if result is not None:
+            board.scalars(progress.step, "dev", {"loss": result.loss, "perplexity": result.perplexity,
+                                                 "bleu": result.bleu, "chrf": result.chrf})
+            shown = range(min(training.examples, len(dev.examples)))
+            board.examples(progress.step, [dev.src_tokens[i] for i in shown],
+                           [result.hypotheses[i] for i in shown], [dev.references[i] for i in shown],
+                           [result.hypothesis_tokens[i] for i in shown],
+                           [result.attentions[i] for i in shown])
+            log.info("step %d: dev loss %.3f, ppl %.1f, BLEU %.2f, chrF %.2f%s", progress.step,
+                     result.loss, result.perplexity, result.bleu, result.chrf,
+                     " (new best)" if improved else "")
+        if improved:
+            save("best.pt")
+
+    def finished() -> bool:
+        return ((training.max_steps is not None and progress.step >= training.max_steps)
+                or (training.max_epochs is not None and progress.epoch >= training.max_epochs)
+                or progress.bad_validations >= training.patience)
+
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16,
+                              enabled=training.bf16 and device.type == "cuda")
+    bar = tqdm(desc="train", unit="step", initial=progress.step, total=training.max_steps,
+               disable=not distributed.is_main, dynamic_ncols=True)
+    window_tokens, window_start = 0, time.perf_counter()
+    last_tick = window_start
+    validated_at = start_step = progress.step
+    interrupted = False
+    with StopSignal() as stop:
+        trained.train()
+        while not finished() and not interrupted:
+            batches = make_batches(train_examples, training.batch_tokens, config.seed, progress.epoch)
+            for indices in batches[progress.batch_in_epoch:]:
+                progress.batch_in_epoch += 1
+                local = distributed.shard(indices)
+                if not local:  # a global batch smaller than the number of ranks
+                    continue
+                # Every rank knows the global batch, so it can normalise without communicating.
+                global_tokens = sum(len(train_examples[i].tgt) + 1 for i in indices)
+                batch = collate(train_examples, local).to(device)
+                schedule.before_step(progress.step + 1)
+                with autocast:
+                    loss = summed_loss(trained, batch, training.label_smoothing) / (
+                        global_tokens / distributed.world_size)  # DDP averages over ranks
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), training.clip_norm)
+                if not (math.isfinite(loss.item()) and math.isfinite(grad_norm.item())):
+                    _handle_non_finite(progress, training, loss.item())
+                    optimizer.zero_grad(set_to_none=True)
+                    continue
+                optimizer.step()
+                progress.step += 1
+                progress.target_tokens += global_tokens
+                window_tokens += global_tokens
+                now = time.perf_counter()
+                progress.train_seconds += now - last_tick  # wall clock, validation included
+                last_tick = now
+                bar.update(1)
+                if progress.step % training.log_every == 0:
+                    elapsed = time.perf_counter() - window_start
+                    board.scalars(progress.step, "train", {
+                        "loss": loss.item(), "perplexity": math.exp(min(loss.item(), 50)),
+                        "lr": schedule.lr, "grad_norm": grad_norm.item(),
+                        "tokens_per_second": window_tokens / elapsed})
+                    bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{window_tokens / elapsed:.0f}")
+                    window_tokens, window_start = 0, time.perf_counter()
+                if progress.step % training.validate_every == 0:
+                    run_validation()
+                    validated_at = progress.step
+                    window_tokens, window_start = 0, time.perf_counter()  # tokens/s: training only
+                if progress.step % training.checkpoint_every == 0:
+                    save("last.pt")
+                if stop.received is not None or finished():
+                    interrupted = stop.received is not None
+                    break
+            else:  # the epoch ran to its end
+                progress.epoch += 1
+                progress.batch_in_epoch = 0
+        if not interrupted and validated_at != progress.step:
+            run_validation()
+        if progress.step != start_step:
+            save("last.pt")
+    bar.close()
+    board.close()
+    if distributed.is_main:
+        atomic_write_json(run_dir / "train_summary.json", {
+            "name": config.name, "attention": config.model.attention,
+            "parameters": count_parameters(model), "step": progress.step, "epoch": progress.epoch,
+            "train_seconds": round(progress.train_seconds, 1),
+            "best_dev_bleu": progress.best_score if training.early_stopping_metric == "bleu" else None,
+            "target_tokens": progress.target_tokens, "skipped_batches": progress.skipped_batches,
+            "finished": not interrupted,
+        })
+    if interrupted:
+        log.warning("stopped by signal at step %d; checkpoint saved, rerun the same command to resume",
+                    progress.step)
+    distributed.close()
+    return run_dir
+
+
+def _handle_non_finite(progress: Progress, training, loss: float) -> None:
+    """A NaN or infinite loss never reaches the weights or a checkpoint."""
+    at = f"step {progress.step + 1} (epoch {progress.epoch}, batch {progress.batch_in_epoch})"
+    if training.on_nan == "stop":
+        raise NMTError(f"the loss became {loss} at {at}; nothing was saved from this step. "
+                       f"Lower training.lr or training.clip_norm, or set training.on_nan=skip")
+    progress.skipped_batches += 1
+    log.warning("non-finite loss %s at %s: batch skipped (%d so far)", loss, at,
+                progress.skipped_batches)
+    if progress.skipped_batches > training.max_skipped_batches:
+        raise NMTError(f"{progress.skipped_batches} batches had a non-finite loss (more than "
+                       f"training.max_skipped_batches); lower training.lr and train again")

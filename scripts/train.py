@@ -1,0 +1,26 @@
+"""Train an experiment, or resume it: rerunning the same command continues from the last checkpoint.
+
+    python scripts/train.py configs/tatoeba.yaml [training.max_steps=200 ...]
+    torchrun --nproc-per-node 2 scripts/train.py configs/tatoeba.yaml     # several processes
+
+Prepares the data first if needed. Writes runs/<name>/: config.yaml, checkpoints/{best,last}.pt,
+tensorboard/, train_summary.json. Ctrl-C or SIGTERM saves a checkpoint and exits cleanly.
+"""
+
+import argparse
+
+from nmt.cli import config_arguments, run_cli
+from nmt.config import load_config
+from nmt.train import train
+
+
+def main(args: argparse.Namespace) -> None:
+    run_dir = train(load_config(args.config, args.overrides))
+    print(f"run: {run_dir}  (tensorboard --logdir {run_dir / 'tensorboard'})")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    config_arguments(parser)
+    run_cli(main, parser)
