@@ -180,3 +180,16 @@ def test_script_prints_summary_and_errors_without_traceback(smoke_config, tmp_pa
     typo = subprocess.run(script + ["data.dev_sise=3"], capture_output=True, text=True,
                           cwd=tmp_path)
     assert typo.returncode == 2 and "did you mean 'data.dev_size'" in typo.stderr
+
+
+def test_a_cached_prepare_imports_no_segmenter(smoke_config, tmp_path):
+    prepare(smoke_config)  # the cached run must stay well under a second: no jieba, no Moses
+    code = ("import sys; from nmt.config import load_config; from nmt.prepare import prepare; "
+            f"prepare(load_config({str(REPO / 'configs/smoke.yaml')!r}, sys.argv[1:])); "
+            "print(sorted({'jieba', 'sacremoses', 'torch'} & set(sys.modules)))")
+    data = smoke_config.data
+    result = subprocess.run([sys.executable, "-c", code, f"data.corpus={data.corpus}",
+                             f"data.prepared_dir={data.prepared_dir}"],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -136,3 +139,11 @@ def test_normalization_is_idempotent(text):
     # Training text is normalized in prepare and again inside segment(): twice must equal once.
     assert normalize_zh(normalize_zh(text)) == normalize_zh(text)
     assert normalize_en(normalize_en(text)) == normalize_en(text)
+
+
+def test_jieba_is_quiet(tmp_path):
+    code = "from nmt.data.tokenize import ChineseSegmenter; print(ChineseSegmenter().segment('你好'))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout.strip() == "['你好']"
+    assert result.stderr == ""  # no "Building prefix dict ..." / "Loading model ..." lines
