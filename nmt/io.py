@@ -8,6 +8,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
     """Call `write(tmp_path)`, then rename tmp_path onto `path` (atomic on POSIX)."""
@@ -17,6 +20,7 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
     os.close(fd)
     try:
         write(Path(tmp))
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600 files; give the usual mode
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -164,7 +164,7 @@ def train(config: Config) -> Path:
                disable=not distributed.is_main, dynamic_ncols=True)
     window_tokens, window_start = 0, time.perf_counter()
     last_tick = window_start
-    validated_at = start_step = progress.step
+    validated_at = saved_at = progress.step
     interrupted = False
     with StopSignal() as stop:
         trained.train()
@@ -211,6 +211,7 @@ def train(config: Config) -> Path:
                     window_tokens, window_start = 0, time.perf_counter()  # tokens/s: training only
                 if progress.step % training.checkpoint_every == 0:
                     save("last.pt")
+                    saved_at = progress.step
                 if stop.received is not None or finished():
                     interrupted = stop.received is not None
                     break
@@ -219,7 +220,7 @@ def train(config: Config) -> Path:
                 progress.batch_in_epoch = 0
         if not interrupted and validated_at != progress.step:
             run_validation()
-        if progress.step != start_step:
+        if progress.step != saved_at:
             save("last.pt")
     bar.close()
     board.close()

@@ -1,0 +1,178 @@
+"""The train stage on the smoke config: checkpoints, curves, resume, determinism, NaN, guards."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+import nmt.train
+from nmt.checkpoint import load_checkpoint
+from nmt.errors import NMTError
+from nmt.train import train
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def with_training(config, **changes):
+    return replace(config, training=replace(config.training, **changes))
+
+
+def final_parameters(run_dir: Path) -> dict[str, torch.Tensor]:
+    return load_checkpoint(run_dir / "checkpoints" / "last.pt")["model"]
+
+
+def assert_same_parameters(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=0, atol=0, msg=name)
+
+
+def test_smoke_training_writes_checkpoints_curves_and_pictures(smoke_config, monkeypatch):
+    saved_steps = []
+    original = nmt.train.save_checkpoint
+    monkeypatch.setattr(nmt.train, "save_checkpoint",
+                        lambda path, state: saved_steps.append((path.name, state["progress"]["step"]))
+                        or original(path, state))
+    run_dir = train(smoke_config)
+
+    last_steps = [step for name, step in saved_steps if name == "last.pt"]
+    assert last_steps == [10, 20, 30, 40], "checkpoints every training.checkpoint_every steps"
+    checkpoint = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+    assert checkpoint["progress"]["step"] == 40
+    assert (run_dir / "checkpoints" / "best.pt").is_file()
+    assert (run_dir / "config.yaml").is_file()
+    summary = json.loads((run_dir / "train_summary.json").read_text())
+    assert summary["step"] == 40 and summary["finished"] and summary["best_dev_bleu"] is not None
+
+    events = EventAccumulator(str(run_dir / "tensorboard"), size_guidance={"images": 0}).Reload()
+    scalars = set(events.Tags()["scalars"])
+    assert {"train/loss", "train/lr", "train/grad_norm", "train/tokens_per_second",
+            "dev/loss", "dev/perplexity", "dev/bleu", "dev/chrf"} <= scalars
+    assert [e.step for e in events.Scalars("dev/bleu")] == [20, 40]
+    assert any(tag.startswith("attention/") for tag in events.Tags()["images"])
+    train_loss = [e.value for e in events.Scalars("train/loss")]
+    assert train_loss[-1] < train_loss[0], "the loss goes down"
+
+
+def test_the_same_seed_gives_the_same_numbers(smoke_config, tmp_path):
+    config = with_training(smoke_config, max_steps=15, validate_every=100)
+    first = final_parameters(train(config))
+    second = final_parameters(train(replace(config, runs_dir=str(tmp_path / "again"))))
+    assert_same_parameters(first, second)
+    other = final_parameters(train(replace(config, seed=7, runs_dir=str(tmp_path / "other"))))
+    assert not torch.equal(first["output_layer.weight"], other["output_layer.weight"])
+
+
+def test_resume_ends_where_an_uninterrupted_run_ends(smoke_config, tmp_path):
+    config = with_training(smoke_config, max_steps=30, validate_every=15, checkpoint_every=10)
+    uninterrupted = final_parameters(train(config))
+
+    resumed_config = replace(config, runs_dir=str(tmp_path / "resumed"))
+    train(with_training(resumed_config, max_steps=20))  # "stops" at 20 ...
+    run_dir = train(resumed_config)  # ... and the same command resumes to 30
+    assert load_checkpoint(run_dir / "checkpoints" / "last.pt")["progress"]["step"] == 30
+    assert_same_parameters(uninterrupted, final_parameters(run_dir))
+
+
+def _train_command(config, *overrides: str) -> list[str]:
+    return [sys.executable, str(REPO / "scripts" / "train.py"), str(REPO / "configs" / "smoke.yaml"),
+            f"data.corpus={config.data.corpus}", f"data.prepared_dir={config.data.prepared_dir}",
+            f"runs_dir={config.runs_dir}", *overrides]
+
+
+def _wait_for(path: Path, process: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert process.poll() is None, process.communicate()[1]
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def test_kill_9_then_rerun_reaches_the_final_step(smoke_config):
+    command = _train_command(smoke_config, "training.max_steps=60", "training.checkpoint_every=5")
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    last = Path(smoke_config.runs_dir) / "smoke" / "checkpoints" / "last.pt"
+    _wait_for(last, process)
+    process.kill()  # SIGKILL: no chance to save anything
+    process.wait()
+    killed_at = load_checkpoint(last)["progress"]["step"]
+    assert killed_at < 60
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert f"resuming from {last}" in result.stderr or "resuming from" in result.stderr
+    assert load_checkpoint(last)["progress"]["step"] == 60
+
+
+def test_sigterm_saves_and_exits_cleanly(smoke_config):
+    command = _train_command(smoke_config, "training.max_steps=100000", "training.checkpoint_every=1000",
+                             "training.validate_every=1000")
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    _wait_for(Path(smoke_config.runs_dir) / "smoke" / "tensorboard", process)
+    time.sleep(1.0)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    assert "stopped by signal" in stderr
+    step = load_checkpoint(Path(smoke_config.runs_dir) / "smoke" / "checkpoints" / "last.pt")
+    assert 0 < step["progress"]["step"] < 1000
+
+
+def _poison_step(monkeypatch, bad_steps: set[int]):
+    """Make the loss NaN on the given calls (counted from 1)."""
+    original, calls = nmt.train.summed_loss, []
+
+    def poisoned(model, batch, label_smoothing=0.0):
+        calls.append(1)
+        loss = original(model, batch, label_smoothing)
+        return loss * float("nan") if len(calls) in bad_steps else loss
+
+    monkeypatch.setattr(nmt.train, "summed_loss", poisoned)
+
+
+def test_a_nan_loss_is_skipped_and_never_reaches_a_checkpoint(smoke_config, monkeypatch):
+    _poison_step(monkeypatch, {3, 4})
+    run_dir = train(with_training(smoke_config, max_steps=10, on_nan="skip"))
+    checkpoint = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+    assert checkpoint["progress"]["skipped_batches"] == 2
+    assert checkpoint["progress"]["step"] == 10
+    assert all(torch.isfinite(p).all() for p in checkpoint["model"].values())
+
+
+def test_a_nan_loss_stops_the_run_when_asked(smoke_config, monkeypatch):
+    _poison_step(monkeypatch, {12})
+    config = with_training(smoke_config, max_steps=30, on_nan="stop", checkpoint_every=5)
+    with pytest.raises(NMTError, match="loss became nan at step 12"):
+        train(config)
+    checkpoint = load_checkpoint(Path(config.runs_dir) / "smoke" / "checkpoints" / "last.pt")
+    assert checkpoint["progress"]["step"] == 10
+    assert all(torch.isfinite(p).all() for p in checkpoint["model"].values())
+
+
+def test_a_run_directory_of_another_experiment_is_not_overwritten(smoke_config):
+    run_dir = train(with_training(smoke_config, max_steps=5, validate_every=100))
+    before = (run_dir / "checkpoints" / "last.pt").read_bytes()
+    different = replace(smoke_config, model=replace(smoke_config.model, embed_size=48))
+    with pytest.raises(NMTError, match="model.embed_size"):
+        train(different)
+    assert (run_dir / "checkpoints" / "last.pt").read_bytes() == before
+    train(with_training(different, overwrite=True, max_steps=5, validate_every=100))
+    assert load_checkpoint(run_dir / "checkpoints" / "last.pt")["config"]["model"]["embed_size"] == 48
+
+
+def test_checkpoints_load_with_weights_only(smoke_config):
+    run_dir = train(with_training(smoke_config, max_steps=5, validate_every=100))
+    for name in ("last.pt", "best.pt"):
+        torch.load(run_dir / "checkpoints" / name, weights_only=True)
+    os.environ.pop("UNUSED", None)
