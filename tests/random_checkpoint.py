@@ -1,0 +1,46 @@
+"""A checkpoint of a randomly initialised model: the translate and evaluate paths without training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from nmt.checkpoint import save_checkpoint
+from nmt.config import Config
+from nmt.data.vocab import EOS_ID, SPECIALS
+from nmt.model.seq2seq import build_model
+
+@pytest.fixture(autouse=False)
+def one_thread():
+    """Tiny models decode far faster on one thread, and on a busy 2-core machine two threads
+    can wait on each other for seconds; the thread count is given back after the test."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+SRC_WORDS = ["汤姆", "喜欢", "猫", "。", "玛丽", "狗", "Tom", "3", "书"]
+TGT_WORDS = ["Tom", "likes", "cats", ".", "Mary", "dogs", "books"]
+
+
+def write_random_checkpoint(path: Path, config: Config, src_words: list[str] = SRC_WORDS,
+                            tgt_words: list[str] = TGT_WORDS, step: int = 7,
+                            eos_bias: float = -1.5) -> Path:
+    """`eos_bias` added to </s>'s output bias: a random model would otherwise often end at once,
+    and tests would compare empty outputs."""
+    torch.manual_seed(config.seed)
+    src_itos, tgt_itos = SPECIALS + list(src_words), SPECIALS + list(tgt_words)
+    model = build_model(config.model, len(src_itos), len(tgt_itos))
+    with torch.no_grad():
+        model.output_layer.bias[EOS_ID] += eos_bias
+    save_checkpoint(path, {
+        "config": config.to_dict(), "src_vocab": src_itos, "tgt_vocab": tgt_itos,
+        "model": model.state_dict(), "optimizer": None, "scheduler": None,
+        "progress": {"step": step, "epoch": 0, "batch_in_epoch": 0, "train_seconds": 12.5,
+                     "best_score": 1.5},
+        "rng": [],
+    })
+    return path
