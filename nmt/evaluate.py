@@ -1,0 +1,130 @@
+"""The evaluate stage: translate a prepared split with beam search and score it with sacrebleu.
+
+The raw Chinese of the split (`eval.split`, default test) is translated exactly as a user's
+input would be (`Translator`), and the detokenized output is scored against the raw English
+references: BLEU and chrF, each with its sacrebleu signature so that anyone can reproduce the
+number. Writes runs/<name>/results.json and runs/<name>/hypotheses.<split>.en, and logs
+eval/bleu and eval/chrf to runs/<name>/tensorboard/ at the checkpoint's training step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from pathlib import Path
+
+import sacrebleu
+from tqdm import tqdm
+
+from nmt.config import Config
+from nmt.errors import NMTError
+from nmt.io import atomic_write_json, atomic_write_lines, read_lines
+from nmt.translate import Translator, find_checkpoint
+
+log = logging.getLogger(__name__)
+
+# Data settings that may differ between training and evaluation: where, not what.
+_WHERE_KEYS = ("corpus", "prepared_dir", "workers")
+
+
+def evaluate(config: Config, checkpoint: str | Path | None = None, prepared=None) -> dict:
+    """Translate and score `config.eval.split`; returns what results.json holds.
+
+    `checkpoint` defaults to the run's `eval.checkpoint` (best, else last); `prepared` to
+    `load_prepared(config)` (anything with `.text(split, lang)` paths will do).
+    """
+    split = config.eval.split
+    path = Path(checkpoint) if checkpoint else find_checkpoint(config, config.eval.checkpoint)
+    translator = Translator.from_checkpoint(path, search=config.search,
+                                            device=config.training.device)
+    _check_same_data(config, translator.config, path)
+    if prepared is None:
+        from nmt.prepare import load_prepared
+
+        prepared = load_prepared(config)
+    sources = read_lines(prepared.text(split, "zh"))
+    references = read_lines(prepared.text(split, "en"))
+    if len(sources) != len(references) or not sources:
+        raise NMTError(f"{prepared.text(split, 'zh')}: {len(sources)} sources but "
+                       f"{len(references)} references; prepare the data again")
+
+    log.info("translating %d %s sentences with beam %d (%s)", len(sources), split,
+             config.search.beam_size, path)
+    bar = tqdm(total=len(sources), unit="sent", desc=f"translate {split}", dynamic_ncols=True)
+    start = time.perf_counter()
+    translations = translator.translate(sources, progress=bar.update)
+    seconds = time.perf_counter() - start
+    bar.close()
+    hypotheses = [t.text for t in translations]
+
+    lowercase = translator.config.data.lowercase  # a lowercased model is scored case-blind
+    bleu_metric, chrf_metric = sacrebleu.BLEU(lowercase=lowercase), sacrebleu.CHRF(lowercase=lowercase)
+    bleu = bleu_metric.corpus_score(hypotheses, [references])
+    chrf = chrf_metric.corpus_score(hypotheses, [references])
+    run_dir = config.run_dir
+    hypotheses_path = run_dir / f"hypotheses.{split}.en"
+    atomic_write_lines(hypotheses_path, hypotheses)
+    step = int(translator.progress.get("step", 0))
+    results = {
+        "name": config.name,
+        "split": split,
+        "bleu": bleu.score,
+        "chrf": chrf.score,
+        "signature": str(bleu_metric.get_signature()),
+        "chrf_signature": str(chrf_metric.get_signature()),
+        "bleu_details": {"precisions": [round(p, 2) for p in bleu.precisions],
+                         "brevity_penalty": round(bleu.bp, 4), "hyp_len": bleu.sys_len,
+                         "ref_len": bleu.ref_len},
+        "beam_size": config.search.beam_size,
+        "search": dataclasses.asdict(config.search),
+        "checkpoint": str(path),
+        "step": step,
+        "sentences": len(sources),
+        "seconds": round(seconds, 2),
+        "sentences_per_second": round(len(sources) / max(seconds, 1e-9), 2),
+        "device": str(translator.device),
+        "hypotheses": str(hypotheses_path),
+    }
+    atomic_write_json(run_dir / "results.json", results)
+    _log_to_tensorboard(run_dir / "tensorboard", step, bleu.score, chrf.score)
+    return results
+
+
+def _check_same_data(config: Config, trained: Config, path: Path) -> None:
+    """The references must come from the data the checkpoint was trained with: another split
+    seed or size would score the model on its own training sentences."""
+    ours, theirs = dataclasses.asdict(config.data), dataclasses.asdict(trained.data)
+    differ = sorted(k for k in ours if k not in _WHERE_KEYS and ours[k] != theirs.get(k))
+    if differ:
+        shown = ", ".join(f"data.{k} ({theirs.get(k)!r} in the checkpoint, {ours[k]!r} here)"
+                          for k in differ)
+        raise NMTError(f"{path} was trained on other data settings: {shown}. Evaluate with the "
+                       f"config it was trained with")
+
+
+def _log_to_tensorboard(log_dir: Path, step: int, bleu: float, chrf: float) -> None:
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(log_dir))
+    try:
+        writer.add_scalar("eval/bleu", bleu, step)
+        writer.add_scalar("eval/chrf", chrf, step)
+    finally:
+        writer.close()
+
+
+def format_results(results: dict) -> str:
+    """A short table for the terminal."""
+    rows = [
+        ("split", f"{results['split']} ({results['sentences']} sentences)"),
+        ("BLEU", f"{results['bleu']:.2f}"),
+        ("chrF", f"{results['chrf']:.2f}"),
+        ("beam", str(results["beam_size"])),
+        ("speed", f"{results['sentences_per_second']:.1f} sentences/s on {results['device']}"),
+        ("checkpoint", f"{results['checkpoint']} (step {results['step']})"),
+        ("BLEU signature", results["signature"]),
+        ("chrF signature", results["chrf_signature"]),
+    ]
+    width = max(len(name) for name, _ in rows)
+    return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
