@@ -152,8 +152,18 @@ def _hash(obj: Any) -> str:
 
 
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Config:
-    """Read an experiment YAML, apply `section.key=value` overrides, validate everything."""
-    path = Path(path)
+    """Read an experiment YAML, apply `section.key=value` overrides, validate everything.
+
+    A YAML may start from another one with `extends: other.yaml` (relative to itself) and name
+    only the keys it changes.
+    """
+    raw = _read_yaml(Path(path), seen=())
+    for override in overrides:
+        _apply_override(raw, override, Path(path))
+    return build_config(raw, source=str(path))
+
+
+def _read_yaml(path: Path, seen: tuple[Path, ...]) -> dict:
     if not path.is_file():
         raise NMTError(f"{path}: config file not found")
     try:
@@ -162,9 +172,24 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
         raise NMTError(f"{path}: not valid YAML: {error}") from None
     if not isinstance(raw, dict):
         raise NMTError(f"{path}: the top level must be a mapping of sections (data:, model:, ...)")
-    for override in overrides:
-        _apply_override(raw, override, path)
-    return build_config(raw, source=str(path))
+    base = raw.pop("extends", None)
+    if base is None:
+        return raw
+    base_path = (path.parent / str(base)).resolve()
+    if base_path in seen:
+        raise NMTError(f"{path}: extends: {base} makes a loop")
+    return _merge(_read_yaml(base_path, seen + (base_path,)), raw)
+
+
+def _merge(base: dict, changes: dict) -> dict:
+    """`base` with `changes` laid over it, section by section."""
+    merged = dict(base)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def build_config(raw: dict, source: str = "<config>") -> Config:

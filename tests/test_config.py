@@ -14,6 +14,10 @@ def write(tmp_path, text):
 
 def test_shipped_configs_load():
     assert load_config(REPO / "configs" / "tatoeba.yaml").name == "tatoeba"
+    names = {path.stem: load_config(path) for path in (REPO / "configs").glob("*.yaml")}
+    assert all(config.name == stem for stem, config in names.items()), "name matches the file"
+    assert names["tatoeba_dot"].model.attention == "dot"
+    assert names["tatoeba_none"].model.attention == "none"
     smoke = load_config(REPO / "configs" / "smoke.yaml")
     assert smoke.data.max_pairs == 400 and smoke.model.embed_size == 32
 
@@ -115,3 +119,26 @@ def test_saved_config_loads_back_equal(tmp_path):
     config = load_config(REPO / "configs" / "smoke.yaml", ["training.lr=0.01"])
     save_config(config, tmp_path / "config.yaml")
     assert load_config(tmp_path / "config.yaml") == config
+
+
+def test_extends_lays_a_file_over_its_base(tmp_path):
+    (tmp_path / "base.yaml").write_text("name: base\nmodel:\n  embed_size: 64\n  dropout: 0.3\n")
+    (tmp_path / "child.yaml").write_text(
+        "extends: base.yaml\nname: child\nmodel:\n  attention: dot\n  decoder_hidden: 512\n")
+    config = load_config(tmp_path / "child.yaml", ["model.dropout=0.1"])
+    assert config.name == "child"
+    assert (config.model.embed_size, config.model.attention, config.model.dropout) == (64, "dot", 0.1)
+
+
+def test_extends_errors_name_the_file(tmp_path):
+    (tmp_path / "a.yaml").write_text("extends: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
+    with pytest.raises(NMTError, match="makes a loop"):
+        load_config(tmp_path / "a.yaml")
+    (tmp_path / "c.yaml").write_text("extends: missing.yaml\n")
+    with pytest.raises(NMTError, match="missing.yaml: config file not found"):
+        load_config(tmp_path / "c.yaml")
+    (tmp_path / "d.yaml").write_text("extends: e.yaml\n")
+    (tmp_path / "e.yaml").write_text("model:\n  atention: dot\n")
+    with pytest.raises(NMTError, match="did you mean 'model.attention'"):
+        load_config(tmp_path / "d.yaml")
