@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import signal
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -76,13 +77,20 @@ def train(config: Config) -> Path:
     """Train (or resume) the experiment; returns the run directory."""
     training = config.training
     distributed = Distributed.from_env(pick_device(training.device).type)
+    if not distributed.is_main:  # one console: the other ranks speak up only to warn
+        logging.getLogger().setLevel(logging.WARNING)
     device = device_for(training.device, distributed)
     keep_freed_memory()
     threads = set_threads(training.threads)
     seed_everything(config.seed + distributed.rank)
 
+    # Rank 0 prepares first, then the first rank of every other machine (whose disk may not be
+    # shared: a cache hit where it is), then the rest find the data ready.
     prepared = prepare(config) if distributed.is_main else None
-    distributed.barrier()  # the others wait until rank 0 has prepared the data
+    distributed.barrier()
+    if prepared is None and distributed.local_rank == 0:
+        prepared = prepare(config)
+    distributed.barrier()
     prepared = prepared or prepare(config)
     run_dir = claim_run_dir(config) if distributed.is_main else config.run_dir
     distributed.barrier()
@@ -104,13 +112,18 @@ def train(config: Config) -> Path:
     optimizer = build_optimizer(model, training)
     schedule = Schedule(optimizer, training)
     progress = Progress()
-    if (checkpoints / "last.pt").is_file():
+    state = None
+    if distributed.is_main and (checkpoints / "last.pt").is_file():
         state = load_checkpoint(checkpoints / "last.pt")
+    # Rank 0's copy for every rank: on several machines only rank 0's disk holds the run.
+    state = distributed.broadcast(state)
+    if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["scheduler"])
         progress = Progress(**state["progress"])
-        set_rng_state(state["rng"][min(distributed.rank, len(state["rng"]) - 1)])
+        if distributed.rank < len(state["rng"]):  # else: a new rank keeps its fresh seed
+            set_rng_state(state["rng"][distributed.rank])
         log.info("resuming from %s at step %d", checkpoints / "last.pt", progress.step)
     trained = DistributedDataParallel(model) if distributed.enabled else model
 
@@ -161,7 +174,8 @@ def train(config: Config) -> Path:
     autocast = torch.autocast(device.type, dtype=torch.bfloat16,
                               enabled=training.bf16 and device.type == "cuda")
     bar = tqdm(desc="train", unit="step", initial=progress.step, total=training.max_steps,
-               disable=not distributed.is_main, dynamic_ncols=True)
+               disable=not distributed.is_main, dynamic_ncols=True,
+               mininterval=0.5 if sys.stderr.isatty() else 60)  # a log file gets a line a minute
     window_tokens, window_start = 0, time.perf_counter()
     last_tick = window_start
     validated_at = saved_at = progress.step
@@ -172,15 +186,15 @@ def train(config: Config) -> Path:
             batches = make_batches(train_examples, training.batch_tokens, config.seed, progress.epoch)
             for indices in batches[progress.batch_in_epoch:]:
                 progress.batch_in_epoch += 1
-                local = distributed.shard(indices)
-                if not local:  # a global batch smaller than the number of ranks
-                    continue
+                local, weight = distributed.shard(indices), 1.0
+                if not local:  # fewer sentences than ranks: this rank must still join the
+                    local, weight = indices[:1], 0.0  # gradient all-reduce, contributing nothing
                 # Every rank knows the global batch, so it can normalise without communicating.
                 global_tokens = sum(len(train_examples[i].tgt) + 1 for i in indices)
                 batch = collate(train_examples, local).to(device)
                 schedule.before_step(progress.step + 1)
                 with autocast:
-                    loss = summed_loss(trained, batch, training.label_smoothing) / (
+                    loss = weight * summed_loss(trained, batch, training.label_smoothing) / (
                         global_tokens / distributed.world_size)  # DDP averages over ranks
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
@@ -198,12 +212,14 @@ def train(config: Config) -> Path:
                 last_tick = now
                 bar.update(1)
                 if progress.step % training.log_every == 0:
+                    # Each rank's loss is its share's; their mean is the global batch's loss.
+                    shown_loss = sum(distributed.gather(loss.item())) / distributed.world_size
                     elapsed = time.perf_counter() - window_start
                     board.scalars(progress.step, "train", {
-                        "loss": loss.item(), "perplexity": math.exp(min(loss.item(), 50)),
+                        "loss": shown_loss, "perplexity": math.exp(min(shown_loss, 50)),
                         "lr": schedule.lr, "grad_norm": grad_norm.item(),
                         "tokens_per_second": window_tokens / elapsed})
-                    bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{window_tokens / elapsed:.0f}")
+                    bar.set_postfix(loss=f"{shown_loss:.3f}", tok_s=f"{window_tokens / elapsed:.0f}")
                     window_tokens, window_start = 0, time.perf_counter()
                 if progress.step % training.validate_every == 0:
                     run_validation()
@@ -212,8 +228,10 @@ def train(config: Config) -> Path:
                 if progress.step % training.checkpoint_every == 0:
                     save("last.pt")
                     saved_at = progress.step
-                if stop.received is not None or finished():
-                    interrupted = stop.received is not None
+                # A signal reaches the ranks at slightly different times; all stop after one step.
+                stopping = distributed.any(stop.received is not None)
+                if stopping or finished():
+                    interrupted = stopping
                     break
             else:  # the epoch ran to its end
                 progress.epoch += 1
@@ -233,7 +251,7 @@ def train(config: Config) -> Path:
             "target_tokens": progress.target_tokens, "skipped_batches": progress.skipped_batches,
             "finished": not interrupted,
         })
-    if interrupted:
+    if interrupted and distributed.is_main:
         log.warning("stopped by signal at step %d; checkpoint saved, rerun the same command to resume",
                     progress.step)
     distributed.close()
