@@ -128,32 +128,34 @@ def beam_search(model, src: Tensor, src_lengths: Tensor, beam_size: int, n_best:
     batch, k, device = src.size(0), beam_size, src.device
     memory = model.encode(src, src_lengths)
     state = model.init_state(memory)
-    expand = torch.arange(batch, device=device).repeat_interleave(k)  # (B*K,) row → sentence
-    memory, state = memory.select(expand), state.select(expand)
     max_lengths = max_output_lengths(src_lengths, max_length_ratio).to(device)  # (B,)
     best_penalty = length_penalty(max_lengths.float(), alpha)  # (B,) largest lp a hypothesis gets
     pool = FinishedPool(batch, n_best, alpha, device)
 
     active = torch.arange(batch, device=device)  # (A,) sentences still searching
-    # All K beams start as the same <s>: only the first may expand, or the beam fills with copies.
-    alive_scores = torch.full((batch, k), float("-inf"), device=device)  # (A, K) log-probs
-    alive_scores[:, 0] = 0.0
-    prev = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)  # (A*K,)
-    history = prev.new_empty(batch * k, 0)  # (A*K, t) tokens so far
-    attention = None  # (A*K, t, S) weights so far, when kept
+    # The first step expands the one <s> hypothesis per sentence (width 1); the K best of its
+    # continuations fill the beam, and from then on each sentence has K rows (width K).
+    width = 1
+    alive_scores = torch.zeros(batch, width, device=device)  # (A, W) log-probs
+    prev = torch.full((batch,), BOS_ID, dtype=torch.long, device=device)  # (A*W,)
+    history = prev.new_empty(batch, 0)  # (A*W, t) tokens so far
+    attention = None  # (A*W, t, S) weights so far, when kept
 
     for t in range(int(max_lengths.max())):
-        log_probs, state, weights = model.decode_step(prev, state, memory)  # (A*K, V), (A*K, S)
+        log_probs, state, weights = model.decode_step(prev, state, memory)  # (A*W, V), (A*W, S)
         n_active, vocab = active.numel(), log_probs.size(1)
+        if vocab < 2 * k:
+            raise NMTError(f"search.beam_size {k} needs at least {2 * k} target tokens; "
+                           f"the vocabulary has {vocab}")
         if keep_attention and weights is not None:
-            step_weights = weights.unsqueeze(1)  # (A*K, 1, S)
+            step_weights = weights.unsqueeze(1)  # (A*W, 1, S)
             attention = step_weights if attention is None else torch.cat([attention, step_weights], 1)
-        candidates = alive_scores.view(-1, 1) + _forbid_specials(log_probs)  # (A*K, V)
-        top_scores, top_index = candidates.view(n_active, k * vocab).topk(2 * k, dim=1)  # (A, 2K)
+        candidates = alive_scores.view(-1, 1) + _forbid_specials(log_probs)  # (A*W, V)
+        top_scores, top_index = candidates.view(n_active, width * vocab).topk(2 * k, dim=1)  # (A, 2K)
         token = top_index % vocab  # (A, 2K)
-        # Rows of the (A*K, ...) tensors that each candidate extends.
-        rows = top_index // vocab + (torch.arange(n_active, device=device) * k).unsqueeze(1)
-        is_eos = token == EOS_ID  # (A, 2K): at most K of them, one per beam
+        # Rows of the (A*W, ...) tensors that each candidate extends.
+        rows = top_index // vocab + (torch.arange(n_active, device=device) * width).unsqueeze(1)
+        is_eos = token == EOS_ID  # (A, 2K): at most W of them, one per beam
 
         # Candidates ending in </s> among the best K are finished: history + </s>.
         ended = is_eos[:, :k] & (top_scores[:, :k] > float("-inf"))  # (A, K)
@@ -168,6 +170,9 @@ def beam_search(model, src: Tensor, src_lengths: Tensor, beam_size: int, n_best:
         history = torch.cat([history[alive_rows], prev.unsqueeze(1)], dim=1)  # (A*K, t+1)
         attention = None if attention is None else attention[alive_rows]  # (A*K, t+1, S)
         state = state.select(alive_rows)
+        if width == 1:  # from now on K rows per sentence
+            width = k
+            memory = memory.select(torch.arange(n_active, device=device).repeat_interleave(k))
 
         # At the maximum length the open hypotheses end here, without </s>.
         at_max = t + 1 >= max_lengths  # (A,)
