@@ -150,11 +150,14 @@ def beam_search(model, src: Tensor, src_lengths: Tensor, beam_size: int, n_best:
         if keep_attention and weights is not None:
             step_weights = weights.unsqueeze(1)  # (A*W, 1, S)
             attention = step_weights if attention is None else torch.cat([attention, step_weights], 1)
-        candidates = alive_scores.view(-1, 1) + _forbid_specials(log_probs)  # (A*W, V)
-        top_scores, top_index = candidates.view(n_active, width * vocab).topk(2 * k, dim=1)  # (A, 2K)
-        token = top_index % vocab  # (A, 2K)
+        # The 2K best of all W*V continuations are among each beam's own 2K best tokens, so
+        # the score is added to those only, not to the whole (A*W, V) table.
+        row_best, row_tokens = _forbid_specials(log_probs).topk(2 * k, dim=1)  # (A*W, 2K)
+        candidates = (alive_scores.view(-1, 1) + row_best).view(n_active, width * 2 * k)
+        top_scores, top_index = candidates.topk(2 * k, dim=1)  # (A, 2K) best first
+        token = row_tokens.view(n_active, width * 2 * k).gather(1, top_index)  # (A, 2K)
         # Rows of the (A*W, ...) tensors that each candidate extends.
-        rows = top_index // vocab + (torch.arange(n_active, device=device) * width).unsqueeze(1)
+        rows = top_index // (2 * k) + (torch.arange(n_active, device=device) * width).unsqueeze(1)
         is_eos = token == EOS_ID  # (A, 2K): at most W of them, one per beam
 
         # Candidates ending in </s> among the best K are finished: history + </s>.

@@ -1,0 +1,158 @@
+"""Beam-search decoding speed on the prepared test split: sentences/s and target tokens/s.
+
+    python bench/bench_decode.py configs/tatoeba.yaml [overrides] [--checkpoint PATH]
+                                 [--beam 5] [--batch 64] [--random-init] [--repeat 1]
+
+For scale: Joey NMT 2.3 decodes this corpus's 1,503 test sentences with beam 5, batch 64, in
+about 42 s on a 2-core CPU: ~36 sentences/s. The target here is at least 3x that.
+
+Times three parts separately: segmentation + vocabulary lookup, the search itself, and
+detokenization. `--random-init` measures a model of the config's size with fresh weights when no
+trained checkpoint exists yet: such a model rarely produces </s>, so its outputs run to the
+length limit (2x the source + 10) and its sentences/s are pessimistic; tokens/s compare better.
+`--steer-length 1.15` makes such a model end near 1.15x the source length, the test set's
+ratio (references average 7.5 tokens, sources 6.5): the cost of a trained model, roughly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+from nmt.cli import config_arguments, run_cli
+from nmt.config import load_config
+from nmt.data.vocab import EOS_ID, Vocab
+from nmt.io import read_lines
+from nmt.model.seq2seq import build_model, count_parameters
+from nmt.prepare import load_prepared
+from nmt.runtime import set_threads
+from nmt.translate import Translator, decode_ids, find_checkpoint
+
+JOEY_SENTENCES_PER_SECOND = 1503 / 42  # beam 5, batch 64, 2-core CPU
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def make_translator(args, config) -> tuple[Translator, str]:
+    search = replace(config.search, beam_size=args.beam, batch_size=args.batch, n_best=1)
+    if not args.random_init:
+        path = Path(args.checkpoint) if args.checkpoint else find_checkpoint(config)
+        return Translator.from_checkpoint(path, search=search, device=config.training.device), str(path)
+    prepared = load_prepared(config)
+    src_vocab, tgt_vocab = Vocab.load(prepared.vocab("zh")), Vocab.load(prepared.vocab("en"))
+    torch.manual_seed(config.seed)
+    model = build_model(config.model, len(src_vocab), len(tgt_vocab)).eval()
+    label = "random init"
+    if args.steer_length:
+        model = SteeredLength(model, args.steer_length)
+        label += f", </s> steered to ~{args.steer_length:g}x the source length"
+    return Translator(model, config, src_vocab, tgt_vocab, search, "cpu"), label
+
+
+class SteeredLength(torch.nn.Module):
+    """A random model whose </s> gets likelier step by step around `ratio` x the source length.
+
+    A fresh model's output distribution is nearly flat: it says </s> at once or never. This
+    stand-in for a trained model costs exactly as much per step and stops at realistic lengths.
+    """
+
+    def __init__(self, model, ratio: float, slope: float = 1.0):
+        super().__init__()
+        self.model, self.config, self.ratio, self.slope, self.step = model, model.config, ratio, slope, 0
+
+    def encode(self, src, src_lengths):
+        self.step = 0
+        return self.model.encode(src, src_lengths)
+
+    def init_state(self, memory):
+        return self.model.init_state(memory)
+
+    def decode_step(self, prev, state, memory):
+        log_probs, state, weights = self.model.decode_step(prev, state, memory)  # (N, V)
+        target = self.ratio * memory.mask.sum(dim=1)  # (N,) the length to end near
+        log_probs[:, EOS_ID] += self.slope * (self.step - target)
+        self.step += 1
+        return log_probs.log_softmax(dim=-1), state, weights
+
+
+def main(args: argparse.Namespace) -> None:
+    config = load_config(args.config, args.overrides)
+    threads = set_threads(config.training.threads)
+    translator, source = make_translator(args, config)
+    lines = read_lines(load_prepared(config).text("test", "zh"))[: args.limit]
+
+    translator.segmenter.warm_up()  # load jieba's dictionary and compile Moses' regexes first
+    translator.detokenizer.detokenize(["warm", "up"])
+    start = time.perf_counter()
+    src_tokens = [translator.segment(line) for line in lines]
+    src_ids = [translator.src_vocab.encode(tokens) for tokens in src_tokens]
+    segment_seconds = time.perf_counter() - start
+
+    search = translator.search
+    decode_ids(translator.model, src_ids[: search.batch_size], search, translator.device)  # warm-up
+    runs = []
+    for _ in range(args.repeat):
+        start = time.perf_counter()
+        found = decode_ids(translator.model, src_ids, search, translator.device)
+        runs.append(time.perf_counter() - start)
+    search_seconds = statistics.median(runs)
+
+    start = time.perf_counter()
+    for hyps in found:
+        translator.detokenizer.detokenize(translator.tgt_vocab.decode(hyps[0].tokens))
+    detok_seconds = time.perf_counter() - start
+
+    best = [hyps[0] for hyps in found]
+    out_tokens = sum(len(h.tokens) + h.ended for h in best)  # decoding steps, </s> included
+    ended = sum(h.ended for h in best)
+    total = segment_seconds + search_seconds + detok_seconds
+    n = len(lines)
+    model = translator.model
+    print(f"machine     {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable), {cpu_model()}; "
+          f"torch {torch.__version__}, {threads} threads, device {translator.device}; "
+          f"python {sys.version.split()[0]}")
+    print(f"model       {source}: {count_parameters(model) / 1e6:.1f}M parameters, "
+          f"{model.config.attention} attention, vocab {len(translator.src_vocab)} / "
+          f"{len(translator.tgt_vocab)}")
+    print(f"decoding    {n} test sentences, beam {search.beam_size}, batch {search.batch_size}, "
+          f"alpha {search.length_penalty}; {ended} ended with </s>, "
+          f"{out_tokens / n:.1f} output steps per sentence on average")
+    print(f"search      {search_seconds:.2f} s: {n / search_seconds:.1f} sentences/s, "
+          f"{out_tokens / search_seconds:.0f} target tokens/s (median of {len(runs)})")
+    print(f"end to end  {total:.2f} s: {n / total:.1f} sentences/s "
+          f"(segmentation {segment_seconds:.2f} s, detokenization {detok_seconds:.2f} s)")
+    print(f"vs Joey NMT {JOEY_SENTENCES_PER_SECOND:.0f} sentences/s: {n / total / JOEY_SENTENCES_PER_SECOND:.1f}x "
+          f"end to end (target: 3x)")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    config_arguments(parser)
+    parser.add_argument("--checkpoint", help="a checkpoint file (default: the run's best.pt)")
+    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--limit", type=int, default=None, help="only the first N test sentences")
+    parser.add_argument("--repeat", type=int, default=1, help="time the search N times")
+    parser.add_argument("--random-init", action="store_true",
+                        help="a fresh model of the config's size, when there is no checkpoint yet")
+    parser.add_argument("--steer-length", type=float, default=None, metavar="RATIO",
+                        help="with --random-init: make </s> likely near RATIO x the source "
+                             "length (1.15 for this test set), so outputs are realistically long")
+    run_cli(main, parser)
