@@ -16,8 +16,14 @@ ratio (references average 7.5 tokens, sources 6.5): the cost of a trained model,
 
 from __future__ import annotations
 
-import argparse
 import os
+
+# Threads that sleep rather than spin while they wait: on a 2-core machine shared with other
+# work, spinning OpenMP threads wait on each other and decoding ran 5-8x slower (measured).
+# Read when torch loads OpenMP, so it must be set before the first torch import.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import argparse  # noqa: E402
 import platform
 import statistics
 import sys
@@ -125,7 +131,8 @@ def main(args: argparse.Namespace) -> None:
     n = len(lines)
     model = translator.model
     print(f"machine     {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable), {cpu_model()}; "
-          f"torch {torch.__version__}, {threads} threads, device {translator.device}; "
+          f"torch {torch.__version__}, {threads} threads "
+          f"(OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}), device {translator.device}; "
           f"python {sys.version.split()[0]}")
     print(f"model       {source}: {count_parameters(model) / 1e6:.1f}M parameters, "
           f"{model.config.attention} attention, vocab {len(translator.src_vocab)} / "
