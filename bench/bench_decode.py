@@ -23,7 +23,7 @@ import os
 # Read when torch loads OpenMP, so it must be set before the first torch import.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import argparse  # noqa: E402
+import argparse
 import platform
 import statistics
 import sys
@@ -144,7 +144,8 @@ def main(args: argparse.Namespace) -> None:
           f"{out_tokens / search_seconds:.0f} target tokens/s (median of {len(runs)})")
     print(f"end to end  {total:.2f} s: {n / total:.1f} sentences/s "
           f"(segmentation {segment_seconds:.2f} s, detokenization {detok_seconds:.2f} s)")
-    print(f"vs Joey NMT {JOEY_SENTENCES_PER_SECOND:.0f} sentences/s: {n / total / JOEY_SENTENCES_PER_SECOND:.1f}x "
+    speedup = n / total / JOEY_SENTENCES_PER_SECOND
+    print(f"vs Joey NMT {JOEY_SENTENCES_PER_SECOND:.0f} sentences/s: {speedup:.1f}x "
           f"end to end (target: 3x)")
 
 

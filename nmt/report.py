@@ -53,7 +53,7 @@ def _from_checkpoint(run: Path) -> dict:
             checkpoint = torch.load(path, map_location="cpu", weights_only=True)
             config, progress = checkpoint["config"], checkpoint.get("progress") or {}
             parameters = _count_parameters(checkpoint["model"])
-        except Exception as error:  # a damaged file: the report still shows the other runs
+        except Exception as error:  # noqa: BLE001 (torch.load raises many kinds; show the other runs)
             log.warning("%s: unreadable checkpoint (%s), ignored", path, error)
             continue
         metric = config.get("training", {}).get("early_stopping_metric", "bleu")
@@ -98,7 +98,7 @@ def _cell(key: str, value) -> str:
     if key == "parameters":
         return f"{value / 1e6:.1f}M"
     if key == "train_seconds":
-        minutes, seconds = divmod(int(round(value)), 60)
+        minutes, seconds = divmod(round(value), 60)
         hours, minutes = divmod(minutes, 60)
         return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
     if isinstance(value, float):

@@ -35,7 +35,7 @@ from nmt.errors import NMTError
 from nmt.finished import FinishedPool
 from nmt.hypothesis import Hypothesis, length_penalty
 
-__all__ = ["Hypothesis", "search", "greedy_search", "beam_search", "replace_unknowns", "length_penalty"]
+__all__ = ["Hypothesis", "beam_search", "greedy_search", "length_penalty", "replace_unknowns", "search"]
 
 
 def max_output_lengths(src_lengths: Tensor, ratio: float) -> Tensor:
@@ -100,7 +100,8 @@ def greedy_search(model, src: Tensor, src_lengths: Tensor, max_length_ratio: flo
             if done.all():
                 break
             keep = (~done).nonzero().squeeze(1)  # (A',)
-            active, max_lengths, log_prob, token = active[keep], max_lengths[keep], log_prob[keep], token[keep]
+            active, max_lengths = active[keep], max_lengths[keep]
+            log_prob, token = log_prob[keep], token[keep]
             memory, state = memory.select(keep), state.select(keep)
         prev = token
 

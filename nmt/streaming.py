@@ -5,8 +5,9 @@ from __future__ import annotations
 import itertools
 import logging
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator, TextIO
+from typing import TextIO
 
 import numpy as np
 

@@ -16,9 +16,9 @@ Two ways in:
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -125,7 +125,7 @@ class Translator:
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, search: SearchConfig | None = None,
-                        device: str = "auto", keep_attention: bool = False) -> "Translator":
+                        device: str = "auto", keep_attention: bool = False) -> Translator:
         """Load a checkpoint; a missing, corrupt or incompatible one is an NMTError.
         `device`: auto (CUDA when there is one), cpu or cuda."""
         from nmt.checkpoint import load_checkpoint, model_from_checkpoint

@@ -13,7 +13,7 @@ import os
 # threads wait on each other (decoding measured 5-8x slower). Must precede the torch import.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import argparse  # noqa: E402
+import argparse
 
 from nmt.cli import config_arguments, run_cli
 from nmt.config import load_config

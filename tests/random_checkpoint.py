@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
 import torch
 
 from nmt.checkpoint import save_checkpoint
@@ -12,14 +12,17 @@ from nmt.config import Config
 from nmt.data.vocab import EOS_ID, SPECIALS
 from nmt.model.seq2seq import build_model
 
-@pytest.fixture(autouse=False)
-def one_thread():
+
+@contextmanager
+def single_thread():
     """Tiny models decode far faster on one thread, and on a busy 2-core machine two threads
-    can wait on each other for seconds; the thread count is given back after the test."""
+    can wait on each other for seconds; the thread count is given back afterwards."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 SRC_WORDS = ["汤姆", "喜欢", "猫", "。", "玛丽", "狗", "Tom", "3", "书"]

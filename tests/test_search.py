@@ -13,7 +13,13 @@ from nmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from nmt.errors import NMTError
 from nmt.model.decoder import DecoderState, Memory
 from nmt.model.seq2seq import build_model
-from nmt.search import beam_search, greedy_search, length_penalty, replace_unknowns, search
+from nmt.search import (
+    beam_search,
+    greedy_search,
+    length_penalty,
+    replace_unknowns,
+    search,
+)
 
 A, B, C, D = 4, 5, 6, 7  # the fake model's ordinary tokens
 
