@@ -64,6 +64,7 @@ def write_attention(folder: Path, number: int, line: str, translation: Translati
 
 def interactive(translator: Translator, out: TextIO = sys.stdout) -> None:
     """Type Chinese, get English, until end of input (Ctrl-D) or Ctrl-C."""
+    translator.segmenter.warm_up()  # load the dictionary before the first sentence, not after
     print("Type a Chinese sentence and press Enter; Ctrl-D quits.", file=sys.stderr)
     while True:
         try:
