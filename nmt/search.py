@@ -60,10 +60,14 @@ def search(model, src: Tensor, src_lengths: Tensor, config: SearchConfig,
                        config.length_penalty, config.max_length_ratio, keep_attention)
 
 
-def _forbid_specials(log_probs: Tensor) -> Tensor:
-    """<pad> and <s> are never outputs (training never scores them as targets)."""
+def _forbid_specials(log_probs: Tensor, step: int) -> Tensor:
+    """<pad> and <s> are never outputs (training never scores them as targets), and </s> is not
+    the first one: a non-empty source never gets an empty translation. An undertrained model
+    often gives </s> alone the highest probability of any output, and beam search finds it."""
     log_probs[:, PAD_ID] = float("-inf")
     log_probs[:, BOS_ID] = float("-inf")
+    if step == 0:
+        log_probs[:, EOS_ID] = float("-inf")
     return log_probs
 
 
@@ -86,7 +90,7 @@ def greedy_search(model, src: Tensor, src_lengths: Tensor, max_length_ratio: flo
     log_prob = torch.zeros(batch, device=device)  # (A,)
     for t in range(limit):
         log_probs, state, weights = model.decode_step(prev, state, memory)  # (A, V), (A, S)
-        best, token = _forbid_specials(log_probs).max(dim=1)  # (A,), (A,)
+        best, token = _forbid_specials(log_probs, t).max(dim=1)  # (A,), (A,)
         log_prob = log_prob + best
         out_tokens[active, t] = token
         if keep_attention and weights is not None:
@@ -153,7 +157,7 @@ def beam_search(model, src: Tensor, src_lengths: Tensor, beam_size: int, n_best:
             attention = step_weights if attention is None else torch.cat([attention, step_weights], 1)
         # The 2K best of all W*V continuations are among each beam's own 2K best tokens, so
         # the score is added to those only, not to the whole (A*W, V) table.
-        row_best, row_tokens = _forbid_specials(log_probs).topk(2 * k, dim=1)  # (A*W, 2K)
+        row_best, row_tokens = _forbid_specials(log_probs, t).topk(2 * k, dim=1)  # (A*W, 2K)
         candidates = (alive_scores.view(-1, 1) + row_best).view(n_active, width * 2 * k)
         top_scores, top_index = candidates.topk(2 * k, dim=1)  # (A, 2K) best first
         token = row_tokens.view(n_active, width * 2 * k).gather(1, top_index)  # (A, 2K)

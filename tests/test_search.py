@@ -153,10 +153,13 @@ def test_no_eos_stops_at_the_maximum_length():
         assert hyp.attention.shape == (limit, 3)
 
 
-def test_empty_output_when_eos_comes_first():
+def test_never_an_empty_output():
+    # The model would end at once; the search takes the best first word instead.
     src, lengths = one_sentence()
-    hyp = beam_search(TableModel({BOS_ID: {EOS_ID: 1.0}}), src, lengths, 3)[0][0]
-    assert hyp.tokens == [] and hyp.ended and hyp.attention.shape == (1, 3)
+    table = {BOS_ID: {EOS_ID: 0.9, B: 0.06, A: 0.04}}
+    for hyp in (greedy_search(TableModel(table), src, lengths)[0][0],
+                beam_search(TableModel(table), src, lengths, 3)[0][0]):
+        assert hyp.tokens == [B] and hyp.ended and hyp.attention.shape == (2, 3)
 
 
 def test_specials_are_never_produced():
