@@ -272,3 +272,20 @@ def test_unknown_word_replacement_through_the_search():
     assert hyp.tokens == [A, UNK_ID]
     out = replace_unknowns(["a", "<unk>"], hyp.tokens, hyp.attention, ["玛丽", "Zhang", "。"])
     assert out == ["a", "Zhang"]
+
+
+def test_beam_scores_equal_the_model_score_of_the_returned_sequences():
+    # Teacher forcing re-scores each n-best hypothesis: equal log-probabilities show that beam
+    # search reorders decoder states, tokens and scores consistently across steps.
+    model = _random_model("additive").model  # the real model, without the </s> schedule
+    src, lengths = _random_batch(seed=3)
+    found = beam_search(model, src, lengths, beam_size=4, n_best=3, alpha=0.0)
+    for i, hyps in enumerate(found):
+        for hyp in hyps:
+            target = [BOS_ID, *hyp.tokens] + ([EOS_ID] if hyp.ended else [])
+            tgt_in = torch.tensor([target[:-1]])  # (1, T)
+            with torch.no_grad():
+                logits, _ = model(src[i : i + 1, : lengths[i]], lengths[i : i + 1], tgt_in)
+            log_probs = logits.log_softmax(-1)[0]  # (T, V)
+            expected = log_probs.gather(1, torch.tensor(target[1:]).unsqueeze(1)).sum()
+            assert hyp.log_prob == pytest.approx(float(expected), abs=1e-3)
