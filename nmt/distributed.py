@@ -66,6 +66,15 @@ class Distributed:
         dist.all_gather_object(gathered, obj)
         return gathered
 
+    def any(self, flag: bool) -> bool:
+        """Whether `flag` is true on at least one rank, on every rank: one small all-reduce."""
+        if not self.enabled:
+            return flag
+        on_gpu = dist.get_backend() == "nccl"  # nccl reduces only tensors on the rank's GPU
+        tensor = torch.tensor([float(flag)], device=f"cuda:{self.local_rank}" if on_gpu else "cpu")
+        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+        return bool(tensor.item())
+
     def barrier(self) -> None:
         if self.enabled:
             dist.barrier()
