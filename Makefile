@@ -44,11 +44,16 @@ data: $(CORPUS)
 prepare: data
 	$(PY) scripts/prepare.py $(CONFIG) $(ARGS)
 
+# One machine: --standalone picks a free port, so two jobs never join each other by mistake.
+# Several: the static rendezvous keeps NODE_RANK (c10d would ignore it), so rank 0, which writes
+# runs/, is always on NODE_RANK 0, the machine RDZV_ENDPOINT names. See docs/distributed.md.
 ifeq ($(NPROC)$(NNODES),11)
 TRAIN_CMD := $(PY) scripts/train.py
+else ifeq ($(NNODES),1)
+TRAIN_CMD := $(VENV)/bin/torchrun --standalone --nproc-per-node $(NPROC) scripts/train.py
 else
 TRAIN_CMD := $(VENV)/bin/torchrun --nnodes $(NNODES) --nproc-per-node $(NPROC) --node-rank $(NODE_RANK) \
-	--rdzv-backend c10d --rdzv-endpoint $(RDZV_ENDPOINT) scripts/train.py
+	--rdzv-backend static --rdzv-endpoint $(RDZV_ENDPOINT) scripts/train.py
 endif
 
 train: prepare

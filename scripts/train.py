@@ -8,6 +8,7 @@ tensorboard/, train_summary.json. Ctrl-C or SIGTERM saves a checkpoint and exits
 """
 
 import argparse
+import os
 
 from nmt.cli import config_arguments, run_cli
 from nmt.config import load_config
@@ -16,7 +17,8 @@ from nmt.train import train
 
 def main(args: argparse.Namespace) -> None:
     run_dir = train(load_config(args.config, args.overrides))
-    print(f"run: {run_dir}  (tensorboard --logdir {run_dir / 'tensorboard'})")
+    if os.environ.get("RANK", "0") == "0":  # under torchrun, once for the whole job
+        print(f"run: {run_dir}  (tensorboard --logdir {run_dir / 'tensorboard'})")
 
 
 if __name__ == "__main__":
