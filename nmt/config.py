@@ -78,7 +78,7 @@ class TrainingConfig:
 
     device: Literal["auto", "cpu", "cuda"] = "auto"
     bf16: bool = False  # autocast to bfloat16 on CUDA
-    threads: int = field(default=0, metadata=non_negative)  # torch CPU threads; 0 = all cores
+    threads: int = field(default=0, metadata=non_negative)  # CPU threads; 0: cores ÷ local ranks
     batch_tokens: int = field(default=2000, metadata=positive)  # target tokens per batch (global)
     max_length: int = field(default=50, metadata=positive)  # drop longer training pairs (tokens)
     optimizer: Literal["adam", "adamw"] = "adam"

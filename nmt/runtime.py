@@ -19,9 +19,12 @@ def seed_everything(seed: int) -> None:
 
 
 def set_threads(threads: int) -> int:
-    """torch's intra-op threads: `threads`, or every core the process may use when 0."""
+    """torch's intra-op threads: `threads`, or when 0 this process's share of the cores."""
     if threads == 0:
-        threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        # torchrun's processes on one machine share its cores; more threads than cores would
+        # have them take turns (torchrun's OMP_NUM_THREADS=1 does not bind torch.set_num_threads).
+        threads = max(1, cores // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     torch.set_num_threads(threads)
     return threads
 

@@ -26,6 +26,7 @@ from nmt.config import load_config
 from nmt.data.batching import load_examples, make_batches
 from nmt.data.vocab import Vocab
 from nmt.prepare import prepare
+from nmt.runtime import set_threads
 from nmt.train import train
 
 pytestmark = pytest.mark.skipif(
@@ -225,3 +226,16 @@ def test_a_rank_that_fails_ends_the_job_with_its_error(setup, tmp_path, error):
     assert "rank 1 failed on purpose at step 3" in output
     if error == "NMTError":
         assert re.search(r"\[default1\]:error: rank 1 failed on purpose", output), output[-3000:]
+
+
+def test_threads_0_shares_the_cores_among_the_ranks_of_a_machine(monkeypatch):
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")  # torchrun --nproc-per-node 2
+        assert set_threads(0) == max(1, cores // 2) == torch.get_num_threads()
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", str(4 * cores))
+        assert set_threads(0) == 1
+        assert set_threads(3) == 3  # a number given in the config is kept
+    finally:
+        torch.set_num_threads(before)
