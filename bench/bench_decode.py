@@ -36,6 +36,7 @@ import torch
 from nmt.cli import config_arguments, run_cli
 from nmt.config import load_config
 from nmt.data.vocab import EOS_ID, Vocab
+from nmt.errors import NMTError
 from nmt.io import read_lines
 from nmt.model.seq2seq import build_model, count_parameters
 from nmt.prepare import load_prepared
@@ -58,8 +59,16 @@ def cpu_model() -> str:
 def make_translator(args, config) -> tuple[Translator, str]:
     search = replace(config.search, beam_size=args.beam, batch_size=args.batch, n_best=1)
     if not args.random_init:
-        path = Path(args.checkpoint) if args.checkpoint else find_checkpoint(config)
-        return Translator.from_checkpoint(path, search=search, device=config.training.device), str(path)
+        try:
+            path = Path(args.checkpoint) if args.checkpoint else find_checkpoint(config)
+        except NMTError:  # `make bench` before `make train`: measure a stand-in, and say so
+            print("no trained checkpoint yet: measuring a random-init model of the same size, "
+                  "steered to realistic output lengths (--random-init --steer-length 1.15)",
+                  file=sys.stderr)
+            args.random_init, args.steer_length = True, args.steer_length or 1.15
+        else:
+            return (Translator.from_checkpoint(path, search=search, device=config.training.device),
+                    str(path))
     prepared = load_prepared(config)
     src_vocab, tgt_vocab = Vocab.load(prepared.vocab("zh")), Vocab.load(prepared.vocab("en"))
     torch.manual_seed(config.seed)
