@@ -29,7 +29,7 @@ from nmt.prepare import prepare
 from nmt.runtime import set_threads
 from nmt.train import train
 
-pytestmark = pytest.mark.skipif(
+needs_gloo = pytest.mark.skipif(
     not (dist.is_available() and dist.is_gloo_available()),
     reason="this torch build has no torch.distributed with the gloo backend")
 
@@ -131,6 +131,7 @@ def two_rank_run(setup, tmp_path_factory) -> TwoRankRun:
     return TwoRankRun(root / "runs" / "smoke", output, written)
 
 
+@needs_gloo
 def test_two_ranks_end_where_one_process_ends_on_the_same_global_batches(setup, two_rank_run):
     run_dir = two_rank_run.run_dir
     assert_close_parameters(setup.reference, load_checkpoint(run_dir / "checkpoints" / "last.pt")["model"])
@@ -149,6 +150,7 @@ def test_two_ranks_end_where_one_process_ends_on_the_same_global_batches(setup, 
     assert any(len(batch) == 1 for batch in batches[:STEPS])
 
 
+@needs_gloo
 def test_rank_0_alone_writes_files_and_logs(two_rank_run):
     run_dir = two_rank_run.run_dir
     files = sorted(str(p.relative_to(run_dir)) for p in run_dir.rglob("*") if p.is_file())
@@ -182,6 +184,7 @@ def separate_disks_script(tmp_path: Path) -> Path:
     return script
 
 
+@needs_gloo
 def test_resume_under_torchrun_ends_where_an_uninterrupted_run_ends(setup, tmp_path):
     train_2_ranks(setup, tmp_path / "runs", f"training.max_steps={STEPS // 2}")  # mid-epoch
     last = tmp_path / "runs" / "smoke" / "checkpoints" / "last.pt"
@@ -200,6 +203,7 @@ def test_resume_under_torchrun_ends_where_an_uninterrupted_run_ends(setup, tmp_p
     assert not torch.equal(checkpoint["rng"][0]["torch"], checkpoint["rng"][1]["torch"])
 
 
+@needs_gloo
 @pytest.mark.parametrize("error", ["RuntimeError", "NMTError"])
 def test_a_rank_that_fails_ends_the_job_with_its_error(setup, tmp_path, error):
     """A bug (traceback) or a user error (`error: ...`, exit 2) on rank 1 while rank 0 waits."""
