@@ -24,7 +24,6 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
-import platform
 import statistics
 import sys
 import time
@@ -42,18 +41,9 @@ from nmt.model.seq2seq import build_model, count_parameters
 from nmt.prepare import load_prepared
 from nmt.runtime import set_threads
 from nmt.translate import Translator, decode_ids, find_checkpoint
+from machine import cpu_model  # bench/machine.py
 
 JOEY_SENTENCES_PER_SECOND = 1503 / 42  # beam 5, batch 64, 2-core CPU
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def make_translator(args, config) -> tuple[Translator, str]:

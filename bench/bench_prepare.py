@@ -12,24 +12,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
+from machine import cpu_model  # bench/machine.py
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def timed_prepare(config: str, corpus: str, prepared_dir: str, workers: int) -> float:

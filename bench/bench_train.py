@@ -9,7 +9,6 @@ the model FLOPs utilisation. A benchmark prints figures; it asserts nothing.
 
 import argparse
 import os
-import platform
 import time
 
 import torch
@@ -23,16 +22,7 @@ from nmt.optim import build_optimizer
 from nmt.prepare import load_prepared
 from nmt.runtime import keep_freed_memory, seed_everything, set_threads
 from nmt.loss import summed_loss
-
-
-def cpu_name() -> str:
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+from machine import cpu_model  # bench/machine.py
 
 
 def matmul_gflops(size: int = 1024, repeats: int = 20) -> float:
@@ -92,7 +82,7 @@ def main() -> None:
     throughput = tokens / seconds
     achieved = throughput * flops_per_token / 1e9
 
-    print(f"machine: {cpu_name()}, {os.cpu_count()} cores, torch {torch.__version__}, "
+    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, torch {torch.__version__}, "
           f"{threads} threads")
     print(f"config: {args.config} {' '.join(args.overrides)} | {count_parameters(model):,} "
           f"parameters, {config.model.attention} attention, batch_tokens "
