@@ -22,7 +22,7 @@ PY      := $(VENV)/bin/python
 CORPUS  := data/raw/cmn-eng/cmn.txt
 RUNS    := runs
 
-.PHONY: setup data prepare train eval translate report tensorboard test bench clean help
+.PHONY: setup data prepare train eval translate report tensorboard lint test bench clean help
 
 help:
 	@sed -n '1,8p' Makefile
@@ -72,7 +72,10 @@ report: setup
 tensorboard: setup
 	$(VENV)/bin/tensorboard --logdir $(RUNS) --port $(PORT)
 
-test: setup
+lint: setup
+	$(VENV)/bin/ruff check nmt scripts bench tests
+
+test: lint
 	$(PY) -m pytest tests
 
 bench: prepare
