@@ -65,6 +65,9 @@ class ModelConfig:
     decoder_hidden: int = field(default=512, metadata=positive)
     # F(s_{i-1}, h_j): additive (Bahdanau), dot, general (Luong), scaled_dot, or none (fixed context)
     attention: Literal["additive", "dot", "general", "scaled_dot", "none"] = "additive"
+    # The query: s_{i-1} before the RNN step reads y_{i-1} (Bahdanau), or the new state s_i
+    # after it (Luong's order, as Joey NMT's recurrent decoder does)
+    attention_query: Literal["previous", "current"] = "previous"
     attention_size: int = field(default=256, metadata=positive)  # additive attention's hidden size
     readout_size: int = field(default=256, metadata=positive)  # deep output layer before the softmax
     input_feeding: bool = True  # feed the previous readout into the next decoder step

@@ -37,11 +37,13 @@ def test_forward_shapes_and_masked_weights(attention, rnn):
         torch.testing.assert_close(weights.sum(-1), torch.ones(B, T))
 
 
+@pytest.mark.parametrize("query", ["previous", "current"])
 @pytest.mark.parametrize("attention", ATTENTIONS)
-def test_decode_step_matches_teacher_forcing(attention):
+def test_decode_step_matches_teacher_forcing(attention, query):
     """Search decodes with decode_step; training with forward: they must be the same model."""
     torch.manual_seed(0)
-    model = build_model(ModelConfig(attention=attention, **SMALL), 20, 15).eval()
+    config = ModelConfig(attention=attention, attention_query=query, **SMALL)
+    model = build_model(config, 20, 15).eval()
     batch = _batch()
     logits, weights = model(batch.src, batch.src_lengths, batch.tgt_in)
     memory = model.encode(batch.src, batch.src_lengths)
@@ -89,3 +91,24 @@ def test_a_tiny_model_overfits_a_handful_of_pairs(attention):
     logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
     predicted = logits.argmax(-1).masked_fill(batch.tgt_out == PAD_ID, PAD_ID)
     assert torch.equal(predicted, batch.tgt_out)
+
+
+def test_the_query_order_decides_what_the_first_step_attends_with():
+    """previous: the query of step 1 is s_0 (the bridge); current: the state after reading <s>."""
+    torch.manual_seed(0)
+    batch = _batch()
+    weights = {}
+    for query in ("previous", "current"):
+        torch.manual_seed(0)
+        model = build_model(ModelConfig(attention="dot", attention_query=query,
+                                        **{**SMALL, "decoder_hidden": 24}), 20, 15).eval()
+        memory = model.encode(batch.src, batch.src_lengths)
+        state = model.init_state(memory)
+        expected_query = state.hidden if query == "previous" else None
+        _, new_state, step_weights = model.decode_step(batch.tgt_in[:, 0], state, memory)
+        query_used = expected_query if expected_query is not None else new_state.hidden
+        scores = torch.bmm(memory.keys, query_used.unsqueeze(2)).squeeze(2)
+        manual = torch.softmax(scores.masked_fill(~memory.mask, float("-inf")), dim=-1)
+        torch.testing.assert_close(step_weights, manual)
+        weights[query] = step_weights
+    assert not torch.allclose(weights["previous"], weights["current"])

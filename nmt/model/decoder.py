@@ -6,6 +6,9 @@ Step i, given the previous word y_{i-1} and the previous state s_{i-1}:
     s_i      = RNN([emb(y_{i-1}); c_i; r_{i-1}], s_{i-1})          r_{i-1} only with input feeding
     r_i      = tanh(W [s_i; c_i; emb(y_{i-1})])                     deep output (readout)
     p(y_i)   = softmax(V r_i)                                      in Seq2Seq, for all steps at once
+
+With `model.attention_query: current` (Luong's order) the RNN steps first, without c_i, and the
+new state s_i is the query: s_i = RNN([emb(y_{i-1}); r_{i-1}], s_{i-1}); c_i = attention(s_i, h).
 """
 
 from __future__ import annotations
@@ -46,12 +49,15 @@ class DecoderState:
 
 class Decoder(nn.Module):
     def __init__(self, rnn: str, embed_size: int, hidden_size: int, context_size: int,
-                 readout_size: int, attention: Attention, input_feeding: bool, dropout: float):
+                 readout_size: int, attention: Attention, input_feeding: bool, dropout: float,
+                 query: str = "previous"):
         super().__init__()
         self.attention = attention
         self.input_feeding = input_feeding
+        self.query_is_previous = query == "previous"
         self.readout_size = readout_size
-        rnn_input = embed_size + context_size + (readout_size if input_feeding else 0)
+        rnn_input = (embed_size + (context_size if self.query_is_previous else 0)
+                     + (readout_size if input_feeding else 0))
         self.cell = nn.GRUCell(rnn_input, hidden_size) if rnn == "gru" else nn.LSTMCell(rnn_input, hidden_size)
         self.bridge = nn.Linear(context_size, hidden_size)
         self.readout = nn.Linear(hidden_size + context_size + embed_size, readout_size)
@@ -67,15 +73,21 @@ class Decoder(nn.Module):
     def step(self, prev_embed: Tensor, state: DecoderState, memory: Memory
              ) -> tuple[Tensor, DecoderState, Tensor | None]:
         """prev_embed (B, E) → readout (B, R), the next state, attention weights (B, S) or None."""
-        context, weights = self.attention(state.hidden, memory.keys, memory.values,
-                                          memory.mask, memory.summary)  # (B, D), (B, S)
-        inputs = [prev_embed, context, state.readout] if self.input_feeding else [prev_embed, context]
+        inputs = [prev_embed] + ([state.readout] if self.input_feeding else [])
+        if self.query_is_previous:
+            context, weights = self._attend(state.hidden, memory)  # (B, D), (B, S)
+            inputs.insert(1, context)
         if state.cell is None:
             hidden, cell = self.cell(torch.cat(inputs, dim=1), state.hidden), None  # (B, H)
         else:
             hidden, cell = self.cell(torch.cat(inputs, dim=1), (state.hidden, state.cell))
+        if not self.query_is_previous:
+            context, weights = self._attend(hidden, memory)
         readout = self.dropout(torch.tanh(self.readout(torch.cat([hidden, context, prev_embed], dim=1))))
         return readout, DecoderState(hidden, cell, readout), weights
+
+    def _attend(self, query: Tensor, memory: Memory) -> tuple[Tensor, Tensor | None]:
+        return self.attention(query, memory.keys, memory.values, memory.mask, memory.summary)
 
     def forward(self, embedded: Tensor, state: DecoderState, memory: Memory
                 ) -> tuple[Tensor, Tensor | None]:

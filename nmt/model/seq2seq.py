@@ -24,7 +24,8 @@ class Seq2Seq(nn.Module):
                                    config.attention_size)
         self.tgt_embed = nn.Embedding(tgt_vocab_size, config.embed_size, padding_idx=PAD_ID)
         self.decoder = Decoder(config.rnn, config.embed_size, config.decoder_hidden, context_size,
-                               config.readout_size, attention, config.input_feeding, config.dropout)
+                               config.readout_size, attention, config.input_feeding, config.dropout,
+                               config.attention_query)
         self.output_layer = nn.Linear(config.readout_size, tgt_vocab_size)
         if config.tie_embeddings:
             self.output_layer.weight = self.tgt_embed.weight
