@@ -37,7 +37,7 @@ def run_cli(main: Callable[[argparse.Namespace], None], parser: argparse.Argumen
             argv: Sequence[str] | None = None) -> None:
     """Parse `argv`, set up logging, run `main`; exit 2 with a one-line message on NMTError."""
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages too")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # overrides may follow options too
     setup_logging(logging.DEBUG if args.verbose else logging.INFO)
     try:
         main(args)
