@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -175,4 +174,3 @@ def test_checkpoints_load_with_weights_only(smoke_config):
     run_dir = train(with_training(smoke_config, max_steps=5, validate_every=100))
     for name in ("last.pt", "best.pt"):
         torch.load(run_dir / "checkpoints" / name, weights_only=True)
-    os.environ.pop("UNUSED", None)
