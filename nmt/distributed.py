@@ -8,6 +8,7 @@ gradients. Rank 0 alone writes files and validates, then tells the others what i
 from __future__ import annotations
 
 import datetime
+import gc
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -80,7 +81,15 @@ class Distributed:
             dist.barrier()
 
     def close(self) -> None:
+        """Tear the group down while Python is fully alive; the caller drops its DDP wrapper first.
+
+        DDP's reference cycles keep the gloo group alive past destroy_process_group; freed at
+        interpreter exit instead, its worker threads can abort the process ("terminate called
+        without an active exception") after a run that succeeded.
+        """
         if self.enabled and dist.is_initialized():
+            dist.barrier()  # no rank closes its sockets while another still talks
+            gc.collect()
             dist.destroy_process_group()
 
 

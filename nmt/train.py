@@ -254,6 +254,7 @@ def train(config: Config) -> Path:
     if interrupted and distributed.is_main:
         log.warning("stopped by signal at step %d; checkpoint saved, rerun the same command to resume",
                     progress.step)
+    del trained  # DDP holds the process group: let close() free both
     distributed.close()
     return run_dir
 
