@@ -6,7 +6,11 @@ and the resolved config travel inside it, so translating needs no prepared data.
 
     {"format": 1, "config": {...}, "src_vocab": [tokens], "tgt_vocab": [tokens],
      "model": state_dict, "optimizer": state_dict | None, "scheduler": state_dict | None,
-     "progress": {"step", "epoch", "batch_in_epoch", ...}, "rng": {...}}
+     "progress": {"step", "epoch", "batch_in_epoch", ...}, "rng": {...},
+     "averaged_model": state_dict | None, "averaged_updates": int}
+
+With `training.ema_decay`, "model" holds the weights training goes on from and "averaged_model"
+their moving average, the weights validation scored and translation uses.
 """
 
 from __future__ import annotations
@@ -52,10 +56,15 @@ def model_from_checkpoint(checkpoint: dict[str, Any], source: str = "checkpoint"
     src_vocab, tgt_vocab = Vocab(checkpoint["src_vocab"]), Vocab(checkpoint["tgt_vocab"])
     model = build_model(config.model, len(src_vocab), len(tgt_vocab))
     try:
-        model.load_state_dict(checkpoint["model"])
+        model.load_state_dict(inference_weights(checkpoint))
     except RuntimeError as error:
         raise NMTError(f"{source}: weights do not fit the model its config describes: {error}") from None
     return model.eval(), config, src_vocab, tgt_vocab
+
+
+def inference_weights(checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """The weights to translate with: the moving average where training kept one."""
+    return checkpoint.get("averaged_model") or checkpoint["model"]
 
 
 def rng_state() -> dict[str, Any]:

@@ -94,6 +94,8 @@ class TrainingConfig:
     min_lr: float = field(default=1e-5, metadata=non_negative)
     clip_norm: float = field(default=1.0, metadata=positive)
     label_smoothing: float = field(default=0.1, metadata=probability)
+    # Validate, keep and translate with a moving average of the weights (nmt/averaging.py); 0: off.
+    ema_decay: float = field(default=0.0, metadata=probability)
     max_steps: Optional[int] = field(default=None, metadata=positive)
     max_epochs: Optional[int] = field(default=30, metadata=positive)
     validate_every: int = field(default=500, metadata=positive)  # steps

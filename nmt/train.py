@@ -19,6 +19,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
+from nmt.averaging import WeightAverage
 from nmt.board import Board
 from nmt.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from nmt.config import Config
@@ -111,6 +112,7 @@ def train(config: Config) -> Path:
     model = build_model(config.model, len(src_vocab), len(tgt_vocab)).to(device)
     optimizer = build_optimizer(model, training)
     schedule = Schedule(optimizer, training)
+    average = WeightAverage(model, training.ema_decay) if training.ema_decay > 0 else None
     progress = Progress()
     state = None
     if distributed.is_main and (checkpoints / "last.pt").is_file():
@@ -122,6 +124,8 @@ def train(config: Config) -> Path:
         optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["scheduler"])
         progress = Progress(**state["progress"])
+        if average is not None and state.get("averaged_model") is not None:
+            average.load(state["averaged_model"], state["averaged_updates"])
         if distributed.rank < len(state["rng"]):  # else: a new rank keeps its fresh seed
             set_rng_state(state["rng"][distributed.rank])
         log.info("resuming from %s at step %d", checkpoints / "last.pt", progress.step)
@@ -139,12 +143,14 @@ def train(config: Config) -> Path:
                 "config": config.to_dict(), "src_vocab": src_vocab.itos, "tgt_vocab": tgt_vocab.itos,
                 "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                 "scheduler": schedule.state_dict(), "progress": asdict(progress), "rng": states,
+                "averaged_model": None if average is None else average.weights(),
+                "averaged_updates": 0 if average is None else average.updates,
             })
 
     def run_validation() -> None:
         result = None
         if distributed.is_main:
-            result = validate(model, dev, tgt_vocab, detokenizer, config.search,
+            result = validate(model if average is None else average.model, dev, tgt_vocab, detokenizer, config.search,
                               training.batch_tokens, device)
         scores = distributed.broadcast(None if result is None else (result.bleu, result.loss))
         score = scores[0] if training.early_stopping_metric == "bleu" else -scores[1]
@@ -205,6 +211,8 @@ def train(config: Config) -> Path:
                     continue
                 optimizer.step()
                 progress.step += 1
+                if average is not None:
+                    average.update(model, progress.step)
                 progress.target_tokens += global_tokens
                 window_tokens += global_tokens
                 now = time.perf_counter()

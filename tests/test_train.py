@@ -72,15 +72,25 @@ def test_the_same_seed_gives_the_same_numbers(smoke_config, tmp_path):
     assert not torch.equal(first["output_layer.weight"], other["output_layer.weight"])
 
 
-def test_resume_ends_where_an_uninterrupted_run_ends(smoke_config, tmp_path):
-    config = with_training(smoke_config, max_steps=30, validate_every=15, checkpoint_every=10)
-    uninterrupted = final_parameters(train(config))
+@pytest.mark.parametrize("ema_decay", [0.0, 0.9])
+def test_resume_ends_where_an_uninterrupted_run_ends(smoke_config, tmp_path, ema_decay):
+    config = with_training(smoke_config, max_steps=30, validate_every=15, checkpoint_every=10,
+                           ema_decay=ema_decay)
+    uninterrupted = load_checkpoint(train(config) / "checkpoints" / "last.pt")
 
     resumed_config = replace(config, runs_dir=str(tmp_path / "resumed"))
     train(with_training(resumed_config, max_steps=20))  # "stops" at 20 ...
     run_dir = train(resumed_config)  # ... and the same command resumes to 30
-    assert load_checkpoint(run_dir / "checkpoints" / "last.pt")["progress"]["step"] == 30
-    assert_same_parameters(uninterrupted, final_parameters(run_dir))
+    resumed = load_checkpoint(run_dir / "checkpoints" / "last.pt")
+    assert resumed["progress"]["step"] == 30
+    assert_same_parameters(uninterrupted["model"], resumed["model"])
+    if ema_decay:  # the average resumes too, and is not the weights themselves
+        assert resumed["averaged_updates"] == 30 // 4
+        assert_same_parameters(uninterrupted["averaged_model"], resumed["averaged_model"])
+        assert not torch.equal(resumed["model"]["output_layer.weight"],
+                               resumed["averaged_model"]["output_layer.weight"])
+    else:
+        assert resumed["averaged_model"] is None
 
 
 def _train_command(config, *overrides: str) -> list[str]:
