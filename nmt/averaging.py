@@ -1,12 +1,13 @@
 """An exponential moving average of the weights: the model validation scores and translation uses.
 
 After every optimizer step, averaged = decay · averaged + (1 − decay) · weights. Adam's weights
-hop around the optimum from one batch to the next; their running mean sits closer to it, so the
-averaged model scores higher and steadier long before the learning rate has decayed (Polyak
-averaging; Marian's exponential smoothing, fairseq's EMA). Training itself never reads it.
+hop around the optimum from one batch to the next; their running mean sits closer to it, with a
+lower dev loss and a steadier dev score (Polyak averaging; Marian's exponential smoothing,
+fairseq's EMA; README "Training in practice" has the figures). Training never reads it.
 
-The average is updated every `every` steps with decay**every, the same average at a quarter of
-the cost when every=4 (one update reads and writes every weight: ~12 ms for 7.8M on one core).
+The average is updated every `every` steps with decay**every: nearly the same average, at a
+quarter of the cost when every=4 (an update reads and writes every weight: ~12 ms for 7.8M on
+one core).
 The decay warms up as min(decay, (1 + n) / (10 + n)) after n updates, so the average forgets the
 random initial weights within the first few hundred steps instead of thousands.
 """

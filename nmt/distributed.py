@@ -83,9 +83,9 @@ class Distributed:
     def close(self) -> None:
         """Tear the group down while Python is fully alive; the caller drops its DDP wrapper first.
 
-        DDP's reference cycles keep the gloo group alive past destroy_process_group; freed at
-        interpreter exit instead, its worker threads can abort the process ("terminate called
-        without an active exception") after a run that succeeded.
+        The wrapper holds the group, so with it gone (and collected) the gloo threads stop here,
+        not during interpreter exit, where they can abort a rank whose run succeeded
+        ("terminate called without an active exception").
         """
         if self.enabled and dist.is_initialized():
             dist.barrier()  # no rank closes its sockets while another still talks

@@ -150,7 +150,8 @@ def train(config: Config) -> Path:
     def run_validation() -> None:
         result = None
         if distributed.is_main:
-            result = validate(model if average is None else average.model, dev, tgt_vocab, detokenizer, config.search,
+            scored = model if average is None else average.model
+            result = validate(scored, dev, tgt_vocab, detokenizer, config.search,
                               training.batch_tokens, device)
         scores = distributed.broadcast(None if result is None else (result.bleu, result.loss))
         score = scores[0] if training.early_stopping_metric == "bleu" else -scores[1]
