@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import os
 
-# Threads that sleep rather than spin while they wait: on a 2-core machine shared with other
-# work, spinning OpenMP threads wait on each other and decoding ran 5-8x slower (measured).
-# Read when torch loads OpenMP, so it must be set before the first torch import.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+from nmt.openmp import sleep_while_waiting
+
+sleep_while_waiting()  # before anything imports torch
 
 import argparse
 import statistics

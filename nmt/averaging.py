@@ -29,7 +29,8 @@ class WeightAverage:
         return self.averaged.module
 
     def _average(self, averaged: list[Tensor], current: list[Tensor], updates: Tensor) -> None:
-        decay = min(self.decay, (1 + updates.item()) / (10 + updates.item()))
+        n = updates.item()
+        decay = min(self.decay, (1 + n) / (10 + n))
         torch._foreach_lerp_(averaged, current, 1 - decay)  # averaged += (1−decay)(current − averaged)
 
     @torch.no_grad()

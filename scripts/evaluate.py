@@ -7,11 +7,9 @@ Writes runs/<name>/results.json and runs/<name>/hypotheses.<split>.en; logs eval
 eval/chrf to runs/<name>/tensorboard/.
 """
 
-import os
+from nmt.openmp import sleep_while_waiting
 
-# OpenMP threads that sleep rather than spin while waiting: on a busy 2-core machine spinning
-# threads wait on each other (decoding measured 5-8x slower). Must precede the torch import.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+sleep_while_waiting()  # before anything imports torch
 
 import argparse
 

@@ -9,11 +9,9 @@ The model, its vocabularies and its segmentation come from the checkpoint (defau
 runs/<name>/checkpoints/best.pt, else last.pt); `search.*` from the config and overrides.
 """
 
-import os
+from nmt.openmp import sleep_while_waiting
 
-# OpenMP threads that sleep rather than spin while waiting: on a busy 2-core machine spinning
-# threads wait on each other (decoding measured 5-8x slower). Must precede the torch import.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+sleep_while_waiting()  # before anything imports torch
 
 import argparse
 import io
