@@ -3,8 +3,9 @@
     python bench/bench_train.py configs/tatoeba.yaml [--steps 30] [overrides ...]
 
 Prints target tokens/s of full training steps (forward, backward, clipping, Adam), the FLOPs of a
-step as torch's FlopCounterMode counts them, the machine's fp32 matmul GFLOP/s, and their ratio:
-the model FLOPs utilisation. A benchmark prints figures; it asserts nothing.
+step as torch's FlopCounterMode counts them, the machine's matmul GFLOP/s (float32, or bfloat16
+when training.bf16 is on), and their ratio: the model FLOPs utilisation. A benchmark prints
+figures; it asserts nothing.
 """
 
 import argparse
@@ -20,13 +21,13 @@ from nmt.data.vocab import Vocab
 from nmt.model.seq2seq import build_model, count_parameters
 from nmt.optim import build_optimizer
 from nmt.prepare import load_prepared
-from nmt.runtime import keep_freed_memory, seed_everything, set_threads
+from nmt.runtime import keep_freed_memory, seed_everything, set_threads, use_bf16
 from nmt.loss import summed_loss
 from machine import cpu_model  # bench/machine.py
 
 
-def matmul_gflops(size: int = 1024, repeats: int = 20) -> float:
-    a, b = torch.randn(size, size), torch.randn(size, size)
+def matmul_gflops(dtype: torch.dtype, size: int = 1024, repeats: int = 20) -> float:
+    a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
     a @ b  # warm-up
     start = time.perf_counter()
     for _ in range(repeats):
@@ -56,10 +57,12 @@ def main() -> None:
     batches = make_batches(examples, config.training.batch_tokens, config.seed, epoch=0)
     model = build_model(config.model, len(src_vocab), len(tgt_vocab)).train()
     optimizer = build_optimizer(model, config.training)
+    bf16 = use_bf16(config.training.bf16, torch.device("cpu"))
 
     def step(indices) -> int:
         batch = collate(examples, indices)
-        loss = summed_loss(model, batch, config.training.label_smoothing) / batch.target_tokens
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = summed_loss(model, batch, config.training.label_smoothing) / batch.target_tokens
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.training.clip_norm)
@@ -78,7 +81,8 @@ def main() -> None:
     with counter:
         flop_tokens = step(measured[0])
     flops_per_token = counter.get_total_flops() / flop_tokens
-    peak = matmul_gflops()
+    matmul_dtype = torch.bfloat16 if bf16 else torch.float32
+    peak = matmul_gflops(matmul_dtype)
     throughput = tokens / seconds
     achieved = throughput * flops_per_token / 1e9
 
@@ -86,11 +90,12 @@ def main() -> None:
           f"{threads} threads")
     print(f"config: {args.config} {' '.join(args.overrides)} | {count_parameters(model):,} "
           f"parameters, {config.model.attention} attention, batch_tokens "
-          f"{config.training.batch_tokens}, allocator tweak {'off' if args.no_allocator_tweak else 'on'}")
+          f"{config.training.batch_tokens}, bf16 autocast {'on' if bf16 else 'off'}, "
+          f"allocator tweak {'off' if args.no_allocator_tweak else 'on'}")
     print(f"training: {len(measured)} steps, {tokens} target tokens in {seconds:.1f} s "
           f"= {throughput:.0f} target tokens/s ({seconds / len(measured) * 1000:.0f} ms/step)")
     print(f"model: {flops_per_token / 1e6:.1f} MFLOP per target token (forward + backward)")
-    print(f"matmul: {peak:.1f} GFLOP/s (fp32, 1024x1024, same threads)")
+    print(f"matmul: {peak:.1f} GFLOP/s ({str(matmul_dtype)[6:]}, 1024x1024, same threads)")
     print(f"utilisation: {achieved:.1f} GFLOP/s achieved = {100 * achieved / peak:.0f}% of matmul speed")
 
 

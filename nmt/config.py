@@ -80,7 +80,9 @@ class TrainingConfig:
     """The training loop: optimizer, schedule, validation, checkpoints."""
 
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    bf16: bool = False  # autocast to bfloat16 on CUDA
+    # Autocast matmuls to bfloat16: true, false, or auto = where the CUDA device or the CPU (AMX,
+    # AVX-512 BF16) computes bf16 natively. Weights, optimizer and loss stay float32.
+    bf16: Literal["auto", True, False] = False
     threads: int = field(default=0, metadata=non_negative)  # CPU threads; 0: cores ÷ local ranks
     batch_tokens: int = field(default=2000, metadata=positive)  # target tokens per batch (global)
     max_length: int = field(default=50, metadata=positive)  # drop longer training pairs (tokens)

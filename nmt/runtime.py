@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import random
 import sys
@@ -10,6 +11,8 @@ import sys
 import torch
 
 from nmt.errors import NMTError
+
+log = logging.getLogger(__name__)
 
 
 def seed_everything(seed: int) -> None:
@@ -53,3 +56,26 @@ def pick_device(name: str) -> torch.device:
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     return torch.device(name)
+
+
+def native_bf16(device: torch.device) -> bool:
+    """Whether this device multiplies bfloat16 matrices in hardware, faster than float32.
+
+    CPUs: Intel AMX or AVX-512 BF16 (Sapphire Rapids and later, AMD Zen 4 and later); elsewhere
+    torch emulates bf16 and it runs slower. torch exposes the check only as private functions,
+    hence getattr with a fallback.
+    """
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    return any(getattr(torch.cpu, check, lambda: False)()
+               for check in ("_is_amx_tile_supported", "_is_avx512_bf16_supported"))
+
+
+def use_bf16(setting: bool | str, device: torch.device) -> bool:
+    """`training.bf16`: auto turns bf16 autocast on where the hardware does bf16 natively."""
+    if setting == "auto":
+        return native_bf16(device)
+    if setting and not native_bf16(device):
+        log.warning("training.bf16 = true, but this %s has no native bfloat16 arithmetic: training "
+                    "will be slower than in float32; use auto or false", device.type.upper())
+    return bool(setting)

@@ -34,7 +34,7 @@ from nmt.model.seq2seq import build_model, count_parameters
 from nmt.optim import Schedule, build_optimizer
 from nmt.prepare import prepare
 from nmt.run_dir import claim_run_dir
-from nmt.runtime import keep_freed_memory, pick_device, seed_everything, set_threads
+from nmt.runtime import keep_freed_memory, pick_device, seed_everything, set_threads, use_bf16
 from nmt.validate import DevSet, validate
 
 log = logging.getLogger(__name__)
@@ -131,10 +131,13 @@ def train(config: Config) -> Path:
         log.info("resuming from %s at step %d", checkpoints / "last.pt", progress.step)
     trained = DistributedDataParallel(model) if distributed.enabled else model
 
+    bf16 = use_bf16(training.bf16, device)
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
     board = Board(run_dir / "tensorboard", enabled=distributed.is_main)
-    log.info("model: %s parameters, %s attention; %d training pairs; device %s, %d threads, %d ranks",
-             f"{count_parameters(model):,}", config.model.attention, len(train_examples), device,
-             threads, distributed.world_size)
+    log.info("model: %s parameters, %s attention; %d training pairs; device %s%s, %d threads, "
+             "%d ranks", f"{count_parameters(model):,}", config.model.attention,
+             len(train_examples), device, " (bf16 autocast)" if bf16 else "", threads,
+             distributed.world_size)
 
     def save(name: str) -> None:
         states = distributed.gather(rng_state())  # every rank's generators, for an exact resume
@@ -178,8 +181,6 @@ def train(config: Config) -> Path:
                 or (training.max_epochs is not None and progress.epoch >= training.max_epochs)
                 or progress.bad_validations >= training.patience)
 
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16,
-                              enabled=training.bf16 and device.type == "cuda")
     bar = tqdm(desc="train", unit="step", initial=progress.step, total=training.max_steps,
                disable=not distributed.is_main, dynamic_ncols=True,
                mininterval=0.5 if sys.stderr.isatty() else 60)  # a log file gets a line a minute

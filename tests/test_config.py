@@ -57,6 +57,15 @@ def test_bad_choice_lists_what_is_allowed(tmp_path):
         load_config(write(tmp_path, "model:\n  attention: luong\n"))
 
 
+def test_bf16_takes_true_false_or_auto(tmp_path):
+    path = write(tmp_path, "name: x\n")
+    assert [load_config(path, [f"training.bf16={value}"]).training.bf16
+            for value in ("true", "false", "auto")] == [True, False, "auto"]
+    with pytest.raises(NMTError, match=r"training\.bf16 = 'yes please' is not allowed; "
+                                       r"choose one of \['auto', True, False\]"):
+        load_config(path, ["training.bf16=yes please"])
+
+
 def test_bad_value_says_what_is_allowed(tmp_path):
     with pytest.raises(NMTError, match=r"data\.dev_size = 0 is not allowed; use a number > 0"):
         load_config(write(tmp_path, "data:\n  dev_size: 0\n"))

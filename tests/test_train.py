@@ -93,6 +93,34 @@ def test_resume_ends_where_an_uninterrupted_run_ends(smoke_config, tmp_path, ema
         assert resumed["averaged_model"] is None
 
 
+def test_bf16_autocast_trains_on_the_cpu_and_keeps_float32_weights(smoke_config, tmp_path,
+                                                                    monkeypatch):
+    original, autocast_dtypes, losses = nmt.train.summed_loss, [], []
+
+    def spy(model, batch, label_smoothing=0.0):
+        autocast_dtypes.append(torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu")
+                               else None)
+        loss = original(model, batch, label_smoothing)
+        losses.append(loss.item() / batch.target_tokens)
+        return loss
+
+    monkeypatch.setattr(nmt.train, "summed_loss", spy)
+    config = with_training(smoke_config, max_steps=15, validate_every=100, bf16=True)
+    bf16 = final_parameters(train(config))
+    assert set(autocast_dtypes) == {torch.bfloat16}
+    assert {tensor.dtype for tensor in bf16.values()} == {torch.float32}
+
+    bf16_losses = losses[:]
+    autocast_dtypes.clear(), losses.clear()
+    fp32 = final_parameters(train(replace(with_training(config, bf16=False),
+                                          runs_dir=str(tmp_path / "fp32"))))
+    assert set(autocast_dtypes) == {None}
+    assert not torch.equal(bf16["output_layer.weight"], fp32["output_layer.weight"]), \
+        "bf16 changed the arithmetic"
+    torch.testing.assert_close(torch.tensor(bf16_losses), torch.tensor(losses), rtol=0.01, atol=0,
+                               msg="but not the training: the same losses within 1%")
+
+
 def _train_command(config, *overrides: str) -> list[str]:
     return [sys.executable, str(REPO / "scripts" / "train.py"), str(REPO / "configs" / "smoke.yaml"),
             f"data.corpus={config.data.corpus}", f"data.prepared_dir={config.data.prepared_dir}",
