@@ -81,7 +81,7 @@ def main() -> None:
     with counter:
         flop_tokens = step(measured[0])
     flops_per_token = counter.get_total_flops() / flop_tokens
-    matmul_dtype = torch.bfloat16 if bf16 else torch.float32
+    matmul_dtype, dtype_name = (torch.bfloat16, "bfloat16") if bf16 else (torch.float32, "float32")
     peak = matmul_gflops(matmul_dtype)
     throughput = tokens / seconds
     achieved = throughput * flops_per_token / 1e9
@@ -95,7 +95,7 @@ def main() -> None:
     print(f"training: {len(measured)} steps, {tokens} target tokens in {seconds:.1f} s "
           f"= {throughput:.0f} target tokens/s ({seconds / len(measured) * 1000:.0f} ms/step)")
     print(f"model: {flops_per_token / 1e6:.1f} MFLOP per target token (forward + backward)")
-    print(f"matmul: {peak:.1f} GFLOP/s ({str(matmul_dtype)[6:]}, 1024x1024, same threads)")
+    print(f"matmul: {peak:.1f} GFLOP/s ({dtype_name}, 1024x1024, same threads)")
     print(f"utilisation: {achieved:.1f} GFLOP/s achieved = {100 * achieved / peak:.0f}% of matmul speed")
 
 
