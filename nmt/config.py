@@ -100,6 +100,9 @@ class TrainingConfig:
     ema_decay: float = field(default=0.0, metadata=probability)
     max_steps: Optional[int] = field(default=None, metadata=positive)
     max_epochs: Optional[int] = field(default=30, metadata=positive)
+    # Stop after this many minutes of training (wall clock, validation included): runs compared
+    # "in the same minutes" get the same budget whatever their speed per step.
+    max_minutes: Optional[float] = field(default=None, metadata=positive)
     validate_every: int = field(default=500, metadata=positive)  # steps
     checkpoint_every: int = field(default=500, metadata=positive)  # steps
     early_stopping_metric: Literal["bleu", "loss"] = "bleu"

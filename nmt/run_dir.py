@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import yaml
@@ -12,7 +13,8 @@ from nmt.errors import NMTError
 
 # Keys that may change between a run and its resumption: how long, where, how fast, how to decode.
 RESUMABLE_PREFIXES = (
-    "training.max_steps", "training.max_epochs", "training.overwrite", "training.threads",
+    "training.max_steps", "training.max_epochs", "training.max_minutes", "training.overwrite",
+    "training.threads",
     "training.device", "data.workers", "data.prepared_dir", "data.corpus", "search.", "eval.",
 )
 
@@ -59,3 +61,10 @@ def claim_run_dir(config: Config) -> Path:
                 (run_dir / stale).unlink(missing_ok=True)
     save_config(config, saved_path)
     return run_dir
+
+
+def record_command(run_dir: Path, command: str) -> None:
+    """Append `command` with the time to run_dir/commands.txt: how each stage of the run was made."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with open(run_dir / "commands.txt", "a", encoding="utf-8") as log_file:
+        log_file.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}  {command}\n")

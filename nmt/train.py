@@ -33,7 +33,7 @@ from nmt.loss import summed_loss
 from nmt.model.seq2seq import build_model, count_parameters
 from nmt.optim import Schedule, build_optimizer
 from nmt.prepare import prepare
-from nmt.run_dir import claim_run_dir
+from nmt.run_dir import claim_run_dir, record_command
 from nmt.runtime import keep_freed_memory, pick_device, seed_everything, set_threads, use_bf16
 from nmt.validate import DevSet, validate
 
@@ -74,8 +74,11 @@ class StopSignal:
             signal.signal(sig, handler)
 
 
-def train(config: Config) -> Path:
-    """Train (or resume) the experiment; returns the run directory."""
+def train(config: Config, command: str | None = None) -> Path:
+    """Train (or resume) the experiment; returns the run directory.
+
+    `command`, the command line that started it, is appended to runs/<name>/commands.txt so that
+    every figure in the results table can be traced back to how it was made."""
     training = config.training
     distributed = Distributed.from_env(pick_device(training.device).type)
     if not distributed.is_main:  # one console: the other ranks speak up only to warn
@@ -94,6 +97,8 @@ def train(config: Config) -> Path:
     distributed.barrier()
     prepared = prepared or prepare(config)
     run_dir = claim_run_dir(config) if distributed.is_main else config.run_dir
+    if command is not None and distributed.is_main:
+        record_command(run_dir, command)
     distributed.barrier()
     checkpoints = run_dir / "checkpoints"
 
@@ -179,7 +184,7 @@ def train(config: Config) -> Path:
     def finished() -> bool:
         return ((training.max_steps is not None and progress.step >= training.max_steps)
                 or (training.max_epochs is not None and progress.epoch >= training.max_epochs)
-                or progress.bad_validations >= training.patience)
+                or time_is_up or progress.bad_validations >= training.patience)
 
     bar = tqdm(desc="train", unit="step", initial=progress.step, total=training.max_steps,
                disable=not distributed.is_main, dynamic_ncols=True,
@@ -188,6 +193,7 @@ def train(config: Config) -> Path:
     last_tick = window_start
     validated_at = saved_at = progress.step
     interrupted = False
+    time_is_up = False
     with StopSignal() as stop:
         trained.train()
         while not finished() and not interrupted:
@@ -240,6 +246,9 @@ def train(config: Config) -> Path:
                     saved_at = progress.step
                 # A signal reaches the ranks at slightly different times; all stop after one step.
                 stopping = distributed.any(stop.received is not None)
+                if training.max_minutes is not None:  # rank 0's clock decides for every rank
+                    time_is_up = distributed.any(distributed.is_main and progress.train_seconds
+                                                 >= 60 * training.max_minutes)
                 if stopping or finished():
                     interrupted = stopping
                     break

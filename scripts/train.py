@@ -10,6 +10,7 @@ tensorboard/, train_summary.json. Ctrl-C or SIGTERM saves a checkpoint and exits
 import argparse
 import logging
 import os
+import shlex
 import sys
 
 from nmt.cli import config_arguments, run_cli
@@ -18,7 +19,10 @@ from nmt.train import train
 
 
 def main(args: argparse.Namespace) -> None:
-    run_dir = train(load_config(args.config, args.overrides))
+    command = shlex.join(["python", *sys.argv])
+    if "WORLD_SIZE" in os.environ:  # started by torchrun
+        command = f"torchrun --nproc-per-node {os.environ.get('LOCAL_WORLD_SIZE', '?')} {command}"
+    run_dir = train(load_config(args.config, args.overrides), command=command)
     if os.environ.get("RANK", "0") == "0":  # under torchrun, once for the whole job
         print(f"run: {run_dir}  (tensorboard --logdir {run_dir / 'tensorboard'})")
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:

@@ -212,3 +212,13 @@ def test_checkpoints_load_with_weights_only(smoke_config):
     run_dir = train(with_training(smoke_config, max_steps=5, validate_every=100))
     for name in ("last.pt", "best.pt"):
         torch.load(run_dir / "checkpoints" / name, weights_only=True)
+
+
+def test_max_minutes_ends_the_run_and_the_command_is_recorded(smoke_config):
+    # 0.001 minutes (60 ms) is over after the first step or two; max_steps would allow 40.
+    config = with_training(smoke_config, max_steps=40, max_minutes=0.001, validate_every=100)
+    run_dir = train(config, command="python scripts/train.py configs/smoke.yaml")
+    summary = json.loads((run_dir / "train_summary.json").read_text())
+    assert 1 <= summary["step"] < 40 and summary["finished"]
+    assert (run_dir / "commands.txt").read_text().rstrip().endswith(
+        "python scripts/train.py configs/smoke.yaml")
