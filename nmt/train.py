@@ -52,6 +52,9 @@ class Progress:
     skipped_batches: int = 0  # batches whose loss was not finite
     target_tokens: int = 0
     train_seconds: float = 0.0
+    # CPU time of this process (all its threads), validation included: on a shared machine it
+    # says what a run cost where wall-clock time also counts the other jobs.
+    cpu_seconds: float = 0.0
 
 
 class StopSignal:
@@ -175,9 +178,12 @@ def train(config: Config, command: str | None = None) -> Path:
                            [result.hypotheses[i] for i in shown], [dev.references[i] for i in shown],
                            [result.hypothesis_tokens[i] for i in shown],
                            [result.attentions[i] for i in shown])
-            log.info("step %d: dev loss %.3f, ppl %.1f, BLEU %.2f, chrF %.2f%s", progress.step,
-                     result.loss, result.perplexity, result.bleu, result.chrf,
-                     " (new best)" if improved else "")
+            log.info("step %d (%.1f min, %.1f CPU min): dev loss %.3f, ppl %.1f, BLEU %.2f, "
+                     "chrF %.2f%s", progress.step, progress.train_seconds / 60,
+                     progress.cpu_seconds / 60, result.loss, result.perplexity, result.bleu,
+                     result.chrf, " (new best)" if improved else "")
+            board.scalars(progress.step, "time", {"minutes": progress.train_seconds / 60,
+                                                  "cpu_minutes": progress.cpu_seconds / 60})
         if improved:
             save("best.pt")
 
@@ -190,7 +196,7 @@ def train(config: Config, command: str | None = None) -> Path:
                disable=not distributed.is_main, dynamic_ncols=True,
                mininterval=0.5 if sys.stderr.isatty() else 60)  # a log file gets a line a minute
     window_tokens, window_start = 0, time.perf_counter()
-    last_tick = window_start
+    last_tick, last_cpu_tick = window_start, time.process_time()
     validated_at = saved_at = progress.step
     interrupted = False
     time_is_up = False
@@ -225,7 +231,8 @@ def train(config: Config, command: str | None = None) -> Path:
                 window_tokens += global_tokens
                 now = time.perf_counter()
                 progress.train_seconds += now - last_tick  # wall clock, validation included
-                last_tick = now
+                progress.cpu_seconds += time.process_time() - last_cpu_tick
+                last_tick, last_cpu_tick = now, time.process_time()
                 bar.update(1)
                 if progress.step % training.log_every == 0:
                     # Each rank's loss is its share's; their mean is the global batch's loss.
@@ -266,6 +273,7 @@ def train(config: Config, command: str | None = None) -> Path:
             "name": config.name, "attention": config.model.attention,
             "parameters": count_parameters(model), "step": progress.step, "epoch": progress.epoch,
             "train_seconds": round(progress.train_seconds, 1),
+            "cpu_seconds": round(progress.cpu_seconds, 3), "threads": threads,
             "best_dev_bleu": progress.best_score if training.early_stopping_metric == "bleu" else None,
             "target_tokens": progress.target_tokens, "skipped_batches": progress.skipped_batches,
             "finished": not interrupted,

@@ -220,5 +220,6 @@ def test_max_minutes_ends_the_run_and_the_command_is_recorded(smoke_config):
     run_dir = train(config, command="python scripts/train.py configs/smoke.yaml")
     summary = json.loads((run_dir / "train_summary.json").read_text())
     assert 1 <= summary["step"] < 40 and summary["finished"]
+    assert 0 < summary["cpu_seconds"] and summary["threads"] == 1
     assert (run_dir / "commands.txt").read_text().rstrip().endswith(
         "python scripts/train.py configs/smoke.yaml")
