@@ -53,8 +53,11 @@ def main(args: argparse.Namespace) -> None:
         path = Path(args.input)
         if not path.is_file():
             raise NMTError(f"--input {path}: file not found")
-        total = count_lines(path)
-        file = path.open("rb")  # binary: a text-mode file would split at a lone CR
+        try:
+            total = count_lines(path)
+            file = path.open("rb")  # binary: a text-mode file would split at a lone CR
+        except OSError as error:
+            raise NMTError(f"--input {path}: cannot read ({error.strerror or error})") from None
         lines = iter_lines(file, str(path))
         bar = tqdm(total=total, unit="line", desc="translate", file=sys.stderr, dynamic_ncols=True)
     else:  # a pipe, read as it arrives
