@@ -15,6 +15,7 @@ their moving average, the weights validation scored and translation uses.
 
 from __future__ import annotations
 
+import io
 import random
 from pathlib import Path
 from typing import Any
@@ -31,8 +32,15 @@ FORMAT = 1
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
-    """Write to a temporary file, then rename: a kill mid-write leaves the old file intact."""
-    atomic_write(path, lambda tmp: torch.save({"format": FORMAT, **state}, tmp))
+    """Write to a temporary file, then rename: a kill mid-write leaves the old file intact.
+
+    Serialized in memory first: torch.save writing to a file turns a full disk into "RuntimeError:
+    [enforce fail at inline_container.cc] unexpected pos", losing the reason; a plain write keeps
+    it, and atomic_write makes it an NMTError naming the path.
+    """
+    buffer = io.BytesIO()
+    torch.save({"format": FORMAT, **state}, buffer)
+    atomic_write(path, lambda tmp: tmp.write_bytes(buffer.getbuffer()))
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:

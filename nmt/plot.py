@@ -112,14 +112,15 @@ def attention_figure(weights, src_tokens: list[str], tgt_tokens: list[str],
                         interpolation="nearest")
     font = font_manager.FontProperties(family=label_families(), size=11)
     axes.set_xticks(range(cols))
-    axes.set_xticklabels(src_labels, fontproperties=font, rotation=90 if rotate else 0)
+    axes.set_xticklabels(src_labels, fontproperties=font, rotation=90 if rotate else 0,
+                        parse_math=False)  # "$" in text is text, not a formula
     axes.set_yticks(range(rows))
-    axes.set_yticklabels(tgt_labels, fontproperties=font)
+    axes.set_yticklabels(tgt_labels, fontproperties=font, parse_math=False)
     axes.xaxis.tick_top()
     axes.set_xlabel("source", fontproperties=font)
     axes.set_ylabel("output", fontproperties=font)
     if title:
-        axes.set_title(title, fontproperties=font, pad=24)
+        axes.set_title(title, fontproperties=font, pad=24, parse_math=False)
     figure.colorbar(image, ax=axes, fraction=0.04, pad=0.02)
     return figure
 

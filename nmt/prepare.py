@@ -3,6 +3,9 @@
 read → normalize → drop exact duplicate pairs → segment/tokenize → length filter → split →
 vocabularies from train → `<prepared_dir>/<data hash>/`, with `manifest.json` written last: its
 presence marks a finished folder, so a second run with the same data config does no work.
+The folder is built under a temporary name and renamed when complete, and every later use checks
+its files against the line counts, sizes and checksums the manifest recorded (nmt/data/cache.py):
+a damaged or partial folder is prepared again, with a warning that names the file.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nmt.config import Config
+from nmt.data.cache import building, check_files, record_files
 from nmt.data.corpus import Pair, read_corpus
 from nmt.data.normalize import normalize_en, normalize_zh
 from nmt.data.split import SPLITS, split_pairs
@@ -89,11 +93,12 @@ def prepare(config: Config) -> PreparedData:
         log.info("data already prepared in %s", prepared.dir)
         return prepared
     start = time.perf_counter()
-    prepared.manifest_path.unlink(missing_ok=True)  # the folder is unfinished until it returns
-    manifest = _build(config, prepared)
-    manifest["input_sha256"] = inputs
-    manifest["elapsed_seconds"] = round(time.perf_counter() - start, 2)
-    atomic_write_json(prepared.manifest_path, manifest)  # last: marks the folder complete
+    with building(prepared.dir) as partial:  # renamed onto prepared.dir once complete
+        manifest = _build(config, PreparedData(partial))
+        manifest["input_sha256"] = inputs
+        manifest["elapsed_seconds"] = round(time.perf_counter() - start, 2)
+        manifest["files"] = record_files(partial)
+        atomic_write_json(PreparedData(partial).manifest_path, manifest)
     log.info("prepared %d pairs in %.1f s into %s", manifest["counts"]["pairs_kept"],
              manifest["elapsed_seconds"], prepared.dir)
     return prepared
@@ -108,6 +113,10 @@ def load_prepared(config: Config) -> PreparedData:
     if prepared.manifest.get("data_hash") != config.data_hash():
         raise NMTError(f"{prepared.manifest_path} was written for other data settings; delete "
                        f"{prepared.dir} and run `make prepare CONFIG=<its config file>`")
+    problems = check_files(prepared.dir, prepared.manifest.get("files"))
+    if problems:
+        raise NMTError(f"cannot use the prepared data: {'; '.join(problems)}. Run `make prepare "
+                       f"CONFIG=<its config file>` to prepare it again")
     return prepared
 
 
@@ -122,6 +131,10 @@ def _is_current(prepared: PreparedData, config: Config, inputs: dict) -> bool:
     if manifest.get("data_hash") != config.data_hash() or not all(
             p.is_file() for p in prepared.files()):
         log.warning("%s is incomplete or stale; preparing again", prepared.dir)
+        return False
+    problems = check_files(prepared.dir, manifest.get("files"))
+    if problems:
+        log.warning("cannot use the prepared data: %s; preparing again", "; ".join(problems))
         return False
     recorded = manifest.get("input_sha256", {})
     for key, sha in inputs.items():

@@ -65,6 +65,10 @@ def claim_run_dir(config: Config) -> Path:
 
 def record_command(run_dir: Path, command: str) -> None:
     """Append `command` with the time to run_dir/commands.txt: how each stage of the run was made."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    with open(run_dir / "commands.txt", "a", encoding="utf-8") as log_file:
-        log_file.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}  {command}\n")
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with open(run_dir / "commands.txt", "a", encoding="utf-8") as log_file:
+            log_file.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}  {command}\n")
+    except OSError as error:
+        raise NMTError(f"{run_dir / 'commands.txt'}: cannot write ({error.strerror or error}); "
+                       f"free some space or choose a runs_dir you can write to") from None

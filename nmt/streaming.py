@@ -18,15 +18,24 @@ log = logging.getLogger(__name__)
 
 
 def chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
-    """Lists of up to `size` lines, line ends removed, as soon as they can be read."""
+    """Lists of up to `size` lines, as soon as they can be read; a final "\\n" or "\\r\\n" is
+    removed, nothing else (a lone "\\r" inside a line stays there: see nmt.lines)."""
     iterator = iter(lines)
     while chunk := list(itertools.islice(iterator, size)):
-        yield [line.rstrip("\r\n") for line in chunk]
+        yield [_without_line_end(line) for line in chunk]
+
+
+def _without_line_end(line: str) -> str:
+    if not line.endswith("\n"):
+        return line
+    return line[:-2] if line.endswith("\r\n") else line[:-1]
 
 
 def translate_stream(translator: Translator, lines: Iterable[str], out: TextIO, chunk_size: int,
                      attention_dir: Path | None = None, bar=None) -> int:
     """Translate `lines`, writing one output line per input line, flushed after every chunk.
+
+    Read `lines` with `nmt.lines.iter_lines`: a text-mode file would split at a lone "\\r".
 
     With `attention_dir`, each non-empty line's attention goes to NNNN.json and NNNN.png there
     (NNNN = the line number). Returns the number of lines.

@@ -7,6 +7,11 @@
 
 The model, its vocabularies and its segmentation come from the checkpoint (default
 runs/<name>/checkpoints/best.pt, else last.pt); `search.*` from the config and overrides.
+
+Lines are split at "\\n" only, from a file and from a pipe alike (see nmt/lines.py): a lone "\\r",
+U+2028 or a form feed inside a line never makes an extra output line. Bytes that are not UTF-8
+become U+FFFD, with a warning naming the lines. A failed write (disk full, read-only folder)
+stops with one error naming the path; --output then keeps its previous content.
 """
 
 from nmt.openmp import sleep_while_waiting
@@ -14,7 +19,7 @@ from nmt.openmp import sleep_while_waiting
 sleep_while_waiting()  # before anything imports torch
 
 import argparse
-import io
+import os
 import sys
 from pathlib import Path
 
@@ -24,6 +29,7 @@ from nmt.cli import config_arguments, run_cli
 from nmt.config import load_config
 from nmt.errors import NMTError
 from nmt.io import atomic_write
+from nmt.lines import count_lines, iter_lines
 from nmt.runtime import set_threads
 from nmt.streaming import interactive, translate_stream
 from nmt.translate import Translator, find_checkpoint
@@ -47,26 +53,45 @@ def main(args: argparse.Namespace) -> None:
         path = Path(args.input)
         if not path.is_file():
             raise NMTError(f"--input {path}: file not found")
-        with path.open(encoding="utf-8", errors="replace") as counting:
-            total = sum(1 for _ in counting)
-        source = path.open(encoding="utf-8", errors="replace")
+        try:
+            total = count_lines(path)
+            file = path.open("rb")  # binary: a text-mode file would split at a lone CR
+        except OSError as error:
+            raise NMTError(f"--input {path}: cannot read ({error.strerror or error})") from None
+        lines = iter_lines(file, str(path))
         bar = tqdm(total=total, unit="line", desc="translate", file=sys.stderr, dynamic_ncols=True)
-    else:  # a pipe: bytes that are not UTF-8 become U+FFFD rather than a crash
-        source = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-        bar = None
+    else:  # a pipe, read as it arrives
+        file, lines, bar = None, iter_lines(sys.stdin.buffer, "<stdin>"), None
     chunk = config.search.batch_size
-    with source:
+    try:
         if args.output is None:
-            sys.stdout.reconfigure(encoding="utf-8")
-            translate_stream(translator, source, sys.stdout, chunk, attention_dir, bar)
+            to_stdout(translator, lines, chunk, attention_dir, bar)
         else:  # written to a temporary file, renamed when complete
             def write(tmp: Path) -> None:
-                with tmp.open("w", encoding="utf-8") as out:
-                    translate_stream(translator, source, out, chunk, attention_dir, bar)
+                with tmp.open("w", encoding="utf-8", newline="\n") as out:
+                    translate_stream(translator, lines, out, chunk, attention_dir, bar)
 
             atomic_write(args.output, write)
-    if bar is not None:
-        bar.close()
+    finally:
+        if file is not None:
+            file.close()
+        if bar is not None:
+            bar.close()
+
+
+def to_stdout(translator: Translator, lines, chunk: int, attention_dir: Path | None, bar) -> None:
+    """A closed pipe (`| head`) ends quietly; a full disk behind `> file` is one clear error."""
+    sys.stdout.reconfigure(encoding="utf-8", newline="\n")
+    try:
+        translate_stream(translator, lines, sys.stdout, chunk, attention_dir, bar)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        sys.exit(1)
+    except OSError as error:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise NMTError(f"<stdout>: cannot write ({error.strerror or error}); the output "
+                       f"there is incomplete") from None
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from nmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
+from nmt.errors import NMTError
 from nmt.io import read_lines
 
 
@@ -46,7 +47,12 @@ def load_examples(src_path: Path, tgt_path: Path, src_vocab: Vocab, tgt_vocab: V
                   max_length: int | None = None) -> list[Example]:
     """Read parallel token files (one sentence a line); drop pairs longer than max_length."""
     examples = []
-    for src_line, tgt_line in zip(read_lines(src_path), read_lines(tgt_path), strict=True):
+    src_lines, tgt_lines = read_lines(src_path), read_lines(tgt_path)
+    if len(src_lines) != len(tgt_lines):  # a truncated or damaged file: never zip() it silently
+        raise NMTError(f"{src_path} has {len(src_lines)} lines but {tgt_path} has "
+                       f"{len(tgt_lines)}; the prepared data is damaged: delete "
+                       f"{Path(src_path).parent} and prepare again")
+    for src_line, tgt_line in zip(src_lines, tgt_lines, strict=True):
         src, tgt = src_line.split(), tgt_line.split()
         if not src or not tgt or (max_length and (len(src) > max_length or len(tgt) > max_length)):
             continue
