@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import runpy
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -119,3 +121,21 @@ def test_translator_and_evaluate_with_an_ensemble(smoke_config, two_checkpoints)
     saved = json.loads((config.run_dir / "results.ensemble.json").read_text(encoding="utf-8"))
     assert saved == results and (config.run_dir / "hypotheses.ensemble.test.en").is_file()
     assert not (config.run_dir / "results.json").exists()  # the run's own results stay its own
+
+
+def test_evaluate_script_takes_several_checkpoints_and_records_itself(smoke_config, two_checkpoints,
+                                                                      monkeypatch, capsys):
+    from nmt.prepare import prepare
+
+    prepare(smoke_config)
+    script = REPO / "scripts" / "evaluate.py"  # in this process: no second torch import
+    monkeypatch.setattr(sys, "argv", [
+        str(script), str(REPO / "configs" / "smoke.yaml"), f"data.corpus={smoke_config.data.corpus}",
+        f"data.prepared_dir={smoke_config.data.prepared_dir}", f"runs_dir={smoke_config.runs_dir}",
+        "--checkpoint", f"{two_checkpoints[0]},{two_checkpoints[1]}", "--label", "twins"])
+    runpy.run_path(str(script), run_name="__main__")
+    run_dir = smoke_config.run_dir
+    results = json.loads((run_dir / "results.twins.json").read_text(encoding="utf-8"))
+    assert results["checkpoints"] == [str(p) for p in two_checkpoints]
+    assert "+ 1 more (ensemble)" in capsys.readouterr().out
+    assert (run_dir / "commands.txt").read_text().rstrip().endswith("--label twins")
