@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import runpy
 import sys
 from dataclasses import replace
@@ -14,7 +15,7 @@ from random_checkpoint import single_thread, write_random_checkpoint
 from nmt.checkpoint import (keep_step_checkpoint, load_checkpoint, model_from_checkpoint,
                             save_checkpoint, step_checkpoints)
 from nmt.checkpoint_averaging import average_checkpoints, average_weights, select_checkpoints
-from nmt.config import load_config
+from nmt.config import build_config, load_config
 from nmt.errors import NMTError
 from nmt.train import train
 from nmt.translate import decode_ids
@@ -113,6 +114,7 @@ def test_training_keeps_step_checkpoints_and_the_script_averages_them(smoke_conf
     assert [step for step, _ in kept] == [4, 6]
     assert all(load_checkpoint(p)["dev_score"] is not None for _, p in kept)
 
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")  # the script sets it; undone after
     script = REPO / "scripts" / "average_checkpoints.py"  # run in this process: no second torch import
     monkeypatch.setattr(sys, "argv", [str(script), str(REPO / "configs" / "smoke.yaml"),
                                       f"runs_dir={config.runs_dir}", "--best", "2"])
@@ -120,3 +122,16 @@ def test_training_keeps_step_checkpoints_and_the_script_averages_them(smoke_conf
     averaged = load_checkpoint(run_dir / "checkpoints" / "average_best2.pt")
     assert [entry["step"] for entry in averaged["averaged_from"]] == [4, 6]
     assert "average_checkpoints.py" in (run_dir / "commands.txt").read_text()
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"eval": {"average": "last5"}}, "eval.average = 'last5' is not allowed; use last:N or best:N"),
+    ({"eval": {"average": "best:0"}}, "eval.average = 'best:0' is not allowed"),
+    ({"eval": {"average": "last:2", "ensemble": ["a.pt", "b.pt"]}}, "choose one"),
+    ({"training": {"keep_checkpoints": -1}}, "training.keep_checkpoints = -1 is not allowed"),
+    ({"training": {"keep_checkpoints": 2.5}}, "training.keep_checkpoints = 2.5 must be int"),
+])
+def test_bad_averaging_keys_are_named(raw, message):
+    with pytest.raises(NMTError, match=re.escape(message)):
+        build_config(raw, source="x.yaml")
+    assert build_config({"eval": {"average": "best:12"}}).eval.average == "best:12"

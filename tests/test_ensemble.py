@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import runpy
 import sys
 from dataclasses import replace
@@ -15,7 +16,7 @@ import torch
 from random_checkpoint import single_thread, write_random_checkpoint
 
 from nmt.checkpoint import load_checkpoint, model_from_checkpoint
-from nmt.config import load_config
+from nmt.config import build_config, load_config
 from nmt.data.vocab import BOS_ID
 from nmt.ensemble import Ensemble, load_ensemble, split_checkpoint_arguments
 from nmt.errors import NMTError
@@ -128,6 +129,7 @@ def test_evaluate_script_takes_several_checkpoints_and_records_itself(smoke_conf
     from nmt.prepare import prepare
 
     prepare(smoke_config)
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")  # the script sets it; undone after
     script = REPO / "scripts" / "evaluate.py"  # in this process: no second torch import
     monkeypatch.setattr(sys, "argv", [
         str(script), str(REPO / "configs" / "smoke.yaml"), f"data.corpus={smoke_config.data.corpus}",
@@ -139,3 +141,13 @@ def test_evaluate_script_takes_several_checkpoints_and_records_itself(smoke_conf
     assert results["checkpoints"] == [str(p) for p in two_checkpoints]
     assert "+ 1 more (ensemble)" in capsys.readouterr().out
     assert (run_dir / "commands.txt").read_text().rstrip().endswith("--label twins")
+
+
+@pytest.mark.parametrize("value, message", [
+    ("a.pt", "eval.ensemble = 'a.pt' must be a list"),
+    (["a.pt", 3], "eval.ensemble[1] = 3 must be str"),
+])
+def test_bad_ensemble_keys_are_named(value, message):
+    with pytest.raises(NMTError, match=re.escape(message)):
+        build_config({"eval": {"ensemble": value}}, source="x.yaml")
+    assert build_config({"eval": {"ensemble": ["a.pt", "b.pt"]}}).eval.ensemble == ["a.pt", "b.pt"]

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 import torch
 
 import nmt.train
 import nmt.validate
 from nmt.data.batching import Example, collate
+from nmt.config import build_config
 from nmt.data.vocab import BOS_ID, PAD_ID, UNK_ID
+from nmt.errors import NMTError
 from nmt.train import train
 from nmt.word_dropout import drop_words, word_dropout
 
@@ -64,3 +67,10 @@ def test_training_batches_are_dropped_and_validation_batches_are_not(smoke_confi
     assert seen["validate"] and dev_sources
     validated = sorted(tuple(row[row != PAD_ID].tolist()) for b in seen["validate"] for row in b.src)
     assert validated == sorted(tuple(src) for src in dev_sources[0])
+
+
+@pytest.mark.parametrize("key", ["src_word_dropout", "tgt_word_dropout"])
+def test_bad_word_dropout_is_named(key):
+    with pytest.raises(NMTError, match=f"training.{key} = 1.0 is not allowed; use a number in"):
+        build_config({"training": {key: 1.0}}, source="x.yaml")
+    assert getattr(build_config({"training": {key: 0.1}}).training, key) == 0.1
