@@ -58,6 +58,10 @@ class Ensemble(nn.Module):
     def decode_step(self, prev_tokens: Tensor, state: EnsembleParts, memory: EnsembleParts
                     ) -> tuple[Tensor, EnsembleParts, Tensor | None]:
         """prev_tokens (B,) → mean-probability log-probs (B, V), states, mean weights (B, S)."""
+        if len(self.members) == 1:  # the mean of one: that model's own numbers, at its own cost
+            log_probs, new_state, weights = self.members[0].decode_step(prev_tokens, state.parts[0],
+                                                                         memory.parts[0])
+            return log_probs, EnsembleParts([new_state]), weights
         all_log_probs, states, all_weights = [], [], []
         for model, part_state, part_memory in zip(self.members, state.parts, memory.parts):
             log_probs, new_state, weights = model.decode_step(prev_tokens, part_state, part_memory)
