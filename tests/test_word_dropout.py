@@ -10,6 +10,7 @@ import torch
 import nmt.train
 import nmt.validate
 from nmt.data.batching import Example, collate
+from nmt.checkpoint import load_checkpoint
 from nmt.config import build_config
 from nmt.data.vocab import BOS_ID, PAD_ID, UNK_ID
 from nmt.errors import NMTError
@@ -74,3 +75,15 @@ def test_bad_word_dropout_is_named(key):
     with pytest.raises(NMTError, match=f"training.{key} = 1.0 is not allowed; use a number in"):
         build_config({"training": {key: 1.0}}, source="x.yaml")
     assert getattr(build_config({"training": {key: 0.1}}).training, key) == 0.1
+
+
+def test_a_resumed_run_drops_the_same_words(smoke_config, tmp_path):
+    config = replace(smoke_config, training=replace(
+        smoke_config.training, max_steps=4, validate_every=100, checkpoint_every=2,
+        src_word_dropout=0.3, tgt_word_dropout=0.2))
+    uninterrupted = load_checkpoint(train(config) / "checkpoints" / "last.pt")["model"]
+    resumed_config = replace(config, runs_dir=str(tmp_path / "resumed"))
+    train(replace(resumed_config, training=replace(resumed_config.training, max_steps=2)))
+    resumed = load_checkpoint(train(resumed_config) / "checkpoints" / "last.pt")["model"]
+    for name in uninterrupted:
+        assert torch.equal(uninterrupted[name], resumed[name]), name
