@@ -66,8 +66,9 @@ eval: train
 translate: setup
 	$(PY) scripts/translate.py $(CONFIG) $(ARGS) $(if $(INPUT),--input $(INPUT))
 
+# ARGS="--markdown --commands": a table for the README, and how each run was made
 report: setup
-	$(PY) scripts/report.py --runs $(RUNS)
+	$(PY) scripts/report.py --runs $(RUNS) $(ARGS)
 
 tensorboard: setup
 	$(VENV)/bin/tensorboard --logdir $(RUNS) --port $(PORT)

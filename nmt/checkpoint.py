@@ -11,6 +11,11 @@ and the resolved config travel inside it, so translating needs no prepared data.
 
 With `training.ema_decay`, "model" holds the weights training goes on from and "averaged_model"
 their moving average, the weights validation scored and translation uses.
+
+With `training.keep_checkpoints: N`, every save of last.pt also writes checkpoints/step_NNNNNN.pt:
+the same without optimizer, scheduler and generators (it translates and is averaged, it does not
+resume), plus "dev_score", the score of the validation at that step (None when none ran there),
+so that nmt/checkpoint_averaging.py can pick the last or the best N. Only the newest N are kept.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from nmt.io import atomic_write
 from nmt.model.seq2seq import Seq2Seq, build_model
 
 FORMAT = 1
+STEP_PATTERN = "step_*.pt"
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
@@ -41,6 +47,36 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
     buffer = io.BytesIO()
     torch.save({"format": FORMAT, **state}, buffer)
     atomic_write(path, lambda tmp: tmp.write_bytes(buffer.getbuffer()))
+
+
+def step_checkpoint_name(step: int) -> str:
+    return f"step_{step:06d}.pt"
+
+
+def step_checkpoints(folder: Path) -> list[tuple[int, Path]]:
+    """The kept step checkpoints of a run's checkpoints/ folder as (step, path), oldest first."""
+    found = []
+    for path in Path(folder).glob(STEP_PATTERN):
+        digits = path.stem.removeprefix("step_")
+        if digits.isdigit():
+            found.append((int(digits), path))
+    return sorted(found)
+
+
+def keep_step_checkpoint(folder: Path, state: dict[str, Any], keep: int,
+                         dev_score: float | None) -> Path:
+    """Write the weights of `state` as step_NNNNNN.pt, then delete all but the newest `keep`.
+
+    Each file is written atomically and deleted only after the newer one is complete, so a kill
+    at any moment leaves whole files."""
+    weights = {key: value for key, value in state.items()
+               if key not in ("optimizer", "scheduler", "rng")}
+    path = Path(folder) / step_checkpoint_name(state["progress"]["step"])
+    save_checkpoint(path, {**weights, "optimizer": None, "scheduler": None, "rng": [],
+                           "dev_score": dev_score})
+    for _, old in step_checkpoints(folder)[:-keep]:
+        old.unlink(missing_ok=True)
+    return path
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,8 @@ def _check(predicate, allowed: str):
 positive = _check(lambda v: v > 0, "a number > 0")
 non_negative = _check(lambda v: v >= 0, "a number >= 0")
 probability = _check(lambda v: 0 <= v < 1, "a number in [0, 1)")
+average_spec = _check(lambda v: re.fullmatch(r"(last|best):[1-9][0-9]*", v) is not None,
+                      "last:N or best:N, e.g. last:5")
 
 
 @dataclass
@@ -96,6 +99,10 @@ class TrainingConfig:
     min_lr: float = field(default=1e-5, metadata=non_negative)
     clip_norm: float = field(default=1.0, metadata=positive)
     label_smoothing: float = field(default=0.1, metadata=probability)
+    # Word dropout (Sennrich & Zhang, 2019): each source token of a training batch becomes <unk>
+    # with this probability (nmt/word_dropout.py); the target one for the decoder's inputs.
+    src_word_dropout: float = field(default=0.0, metadata=probability)
+    tgt_word_dropout: float = field(default=0.0, metadata=probability)
     # Validate, keep and translate with a moving average of the weights (nmt/averaging.py); 0: off.
     ema_decay: float = field(default=0.0, metadata=probability)
     max_steps: Optional[int] = field(default=None, metadata=positive)
@@ -105,6 +112,9 @@ class TrainingConfig:
     max_minutes: Optional[float] = field(default=None, metadata=positive)
     validate_every: int = field(default=500, metadata=positive)  # steps
     checkpoint_every: int = field(default=500, metadata=positive)  # steps
+    # Also keep the weights of the last N checkpoints as checkpoints/step_NNNNNN.pt, each with its
+    # dev score, for checkpoint averaging (scripts/average_checkpoints.py); 0: best/last only.
+    keep_checkpoints: int = field(default=0, metadata=non_negative)
     early_stopping_metric: Literal["bleu", "loss"] = "bleu"
     patience: int = field(default=4, metadata=positive)  # validations without a new best
     log_every: int = field(default=50, metadata=positive)  # steps between TensorBoard points
@@ -130,6 +140,12 @@ class SearchConfig:
 class EvalConfig:
     split: Literal["dev", "test"] = "test"
     checkpoint: Literal["best", "last"] = "best"
+    # Score the average of the last or best N kept checkpoints ("last:5", "best:5"; needs
+    # training.keep_checkpoints >= N); writes results.average_last5.json etc.
+    average: Optional[str] = field(default=None, metadata=average_spec)
+    # Score an ensemble of these checkpoints (log-probabilities averaged at every search step);
+    # writes results.ensemble.json.
+    ensemble: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -225,6 +241,9 @@ def _check_together(config: Config, source: str) -> None:
         )
     if data.min_length > data.max_length:
         raise NMTError(f"{source}: data.min_length must be <= data.max_length")
+    if config.eval.average and config.eval.ensemble:
+        raise NMTError(f"{source}: eval.average and eval.ensemble are both set; choose one "
+                       f"(an averaged checkpoint file can be one of the ensemble's members)")
 
 
 def _apply_override(raw: dict, override: str, path: Path) -> None:
@@ -277,6 +296,12 @@ def _coerce(value: Any, kind: Any, f: dataclasses.Field, source: str, key: str) 
     if origin is Literal:
         if value not in args:
             raise NMTError(f"{source}: {key} = {value!r} is not allowed; choose one of {list(args)}")
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise NMTError(f"{source}: {key} = {value!r} must be a list")
+        value = [_coerce(item, args[0], dataclasses.field(), source, f"{key}[{i}]")
+                 for i, item in enumerate(value)]
         return value
     if kind is float and isinstance(value, str):
         value = _float_or_text(value)  # YAML 1.1 reads 3e-4 (no dot) as text, not a number

@@ -5,12 +5,20 @@ input would be (`Translator`), and the detokenized output is scored against the 
 references: BLEU and chrF, each with its sacrebleu signature so that anyone can reproduce the
 number. Writes runs/<name>/results.json and runs/<name>/hypotheses.<split>.en, and logs
 eval/bleu and eval/chrf to runs/<name>/tensorboard/ at the checkpoint's training step.
+
+The run's own model (eval.checkpoint: best.pt or last.pt) writes results.json; anything else gets
+a label and its own files, so that `make report` shows each as a row of its own:
+results.<label>.json and hypotheses.<label>.<split>.en. The label is "ensemble" for several
+checkpoints (eval.ensemble or several --checkpoint), average_last5 etc. for eval.average, else the
+checkpoint file's name (an averaged checkpoint written by scripts/average_checkpoints.py keeps
+its name), or what `label` says.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import time
 from pathlib import Path
 
@@ -22,23 +30,30 @@ from nmt.errors import NMTError
 from nmt.io import atomic_write_json, atomic_write_lines, read_lines
 from nmt.translate import Translator, find_checkpoint
 
+RUN_CHECKPOINTS = ("best.pt", "last.pt")  # the run's own: scored into results.json
+
 log = logging.getLogger(__name__)
 
 # Data settings that may differ between training and evaluation: where, not what.
 _WHERE_KEYS = ("corpus", "prepared_dir", "workers")
 
 
-def evaluate(config: Config, checkpoint: str | Path | None = None, prepared=None) -> dict:
+def evaluate(config: Config, checkpoint: str | Path | list | None = None, prepared=None,
+             label: str | None = None) -> dict:
     """Translate and score `config.eval.split`; returns what results.json holds.
 
-    `checkpoint` defaults to the run's `eval.checkpoint` (best, else last); `prepared` to
-    `load_prepared(config)` (anything with `.text(split, lang)` paths will do).
+    `checkpoint`: one path, or several for an ensemble; default eval.ensemble, else the average
+    eval.average asks for (written first), else the run's `eval.checkpoint` (best, else last).
+    `prepared` defaults to `load_prepared(config)` (anything with `.text(split, lang)` paths will
+    do). `label` names the results file (see the module docstring).
     """
     split = config.eval.split
-    path = Path(checkpoint) if checkpoint else find_checkpoint(config, config.eval.checkpoint)
-    translator = Translator.from_checkpoint(path, search=config.search,
-                                            device=config.training.device)
-    _check_same_data(config, translator.config, path)
+    paths, label = _checkpoints_and_label(config, checkpoint, label)
+    path = paths[0]
+    translator = Translator.from_checkpoints(paths, search=config.search,
+                                             device=config.training.device)
+    for member in paths:  # an ensemble's members were checked against the first one
+        _check_same_data(config, translator.config, member)
     if prepared is None:
         from nmt.prepare import load_prepared
 
@@ -63,7 +78,8 @@ def evaluate(config: Config, checkpoint: str | Path | None = None, prepared=None
     bleu = bleu_metric.corpus_score(hypotheses, [references])
     chrf = chrf_metric.corpus_score(hypotheses, [references])
     run_dir = config.run_dir
-    hypotheses_path = run_dir / f"hypotheses.{split}.en"
+    stem = "" if label is None else f"{label}."
+    hypotheses_path = run_dir / f"hypotheses.{stem}{split}.en"
     atomic_write_lines(hypotheses_path, hypotheses)
     step = int(translator.progress.get("step", 0))
     results = {
@@ -79,6 +95,9 @@ def evaluate(config: Config, checkpoint: str | Path | None = None, prepared=None
         "beam_size": config.search.beam_size,
         "search": dataclasses.asdict(config.search),
         "checkpoint": str(path),
+        "label": label,
+        "checkpoints": [str(p) for p in paths],
+        "averaged_from": _averaged_from(paths),
         "step": step,
         "sentences": len(sources),
         "seconds": round(seconds, 2),
@@ -86,9 +105,52 @@ def evaluate(config: Config, checkpoint: str | Path | None = None, prepared=None
         "device": str(translator.device),
         "hypotheses": str(hypotheses_path),
     }
-    atomic_write_json(run_dir / "results.json", results)
-    _log_to_tensorboard(run_dir / "tensorboard", step, bleu.score, chrf.score)
+    atomic_write_json(results_path(run_dir, label), results)
+    _log_to_tensorboard(run_dir / "tensorboard", step, bleu.score, chrf.score,
+                        "eval" if label is None else f"eval_{label}")
     return results
+
+
+def results_path(run_dir: Path, label: str | None) -> Path:
+    return run_dir / ("results.json" if label is None else f"results.{label}.json")
+
+
+def _checkpoints_and_label(config: Config, checkpoint, label: str | None
+                           ) -> tuple[list[Path], str | None]:
+    """Which checkpoints to score, and the label of their results file."""
+    if label is not None and not re.fullmatch(r"[A-Za-z0-9_.-]+", label):
+        raise NMTError(f"label {label!r}: use letters, digits, '_', '-' and '.' only; it names "
+                       f"the results.<label>.json file")
+    if isinstance(checkpoint, (list, tuple)):
+        paths = [Path(p) for p in checkpoint]
+    elif checkpoint:
+        paths = [Path(checkpoint)]
+    elif config.eval.ensemble:
+        paths = [Path(p) for p in config.eval.ensemble]
+    elif config.eval.average:
+        from nmt.checkpoint_averaging import average_label, parse_average, write_average
+
+        how, count = parse_average(config.eval.average)
+        paths = [write_average(config.run_dir, how, count)]
+        return paths, label or average_label(how, count)
+    else:
+        paths = [find_checkpoint(config, config.eval.checkpoint)]
+    if not paths:
+        raise NMTError("no checkpoint given")
+    if label is None and len(paths) > 1:
+        label = "ensemble"
+    elif label is None and paths[0].name not in RUN_CHECKPOINTS:
+        label = paths[0].stem
+    return paths, label
+
+
+def _averaged_from(paths: list[Path]) -> list | None:
+    """What an averaged checkpoint was averaged from (nmt/checkpoint_averaging.py), else None."""
+    if len(paths) != 1 or paths[0].name in RUN_CHECKPOINTS:
+        return None
+    from nmt.checkpoint import load_checkpoint
+
+    return load_checkpoint(paths[0]).get("averaged_from")
 
 
 def _check_same_data(config: Config, trained: Config, path: Path) -> None:
@@ -103,13 +165,14 @@ def _check_same_data(config: Config, trained: Config, path: Path) -> None:
                        f"config it was trained with")
 
 
-def _log_to_tensorboard(log_dir: Path, step: int, bleu: float, chrf: float) -> None:
+def _log_to_tensorboard(log_dir: Path, step: int, bleu: float, chrf: float,
+                        prefix: str = "eval") -> None:
     from torch.utils.tensorboard import SummaryWriter
 
     writer = SummaryWriter(str(log_dir))
     try:
-        writer.add_scalar("eval/bleu", bleu, step)
-        writer.add_scalar("eval/chrf", chrf, step)
+        writer.add_scalar(f"{prefix}/bleu", bleu, step)
+        writer.add_scalar(f"{prefix}/chrf", chrf, step)
     finally:
         writer.close()
 
@@ -122,7 +185,9 @@ def format_results(results: dict) -> str:
         ("chrF", f"{results['chrf']:.2f}"),
         ("beam", str(results["beam_size"])),
         ("speed", f"{results['sentences_per_second']:.1f} sentences/s on {results['device']}"),
-        ("checkpoint", f"{results['checkpoint']} (step {results['step']})"),
+        ("checkpoint", f"{results['checkpoint']} (step {results['step']})"
+                       + (f" + {len(results['checkpoints']) - 1} more (ensemble)"
+                          if len(results.get("checkpoints", [])) > 1 else "")),
         ("BLEU signature", results["signature"]),
         ("chrF signature", results["chrf_signature"]),
     ]

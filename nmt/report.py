@@ -1,8 +1,18 @@
 """One table of every experiment under runs/: what it is, how long it trained, how well it does.
 
-Per run it reads `train_summary.json` (written by training when it ends) and `results.json`
-(written by evaluate); for a run still training or stopped early it falls back to the best (or
-last) checkpoint's progress and config. What is missing shows as "-".
+Every figure comes from a file a stage wrote, never from a hand-kept list:
+- `train_summary.json` (training, when it ends): architecture, parameters, steps, training time,
+  best dev BLEU; for a run still training or stopped early, the best (or last) checkpoint's
+  progress and config instead;
+- `config.yaml` (training, at the start): attention, the attention query order, subword units;
+- `results.json` (evaluate, on the run's own best/last checkpoint): test BLEU and chrF, with the
+  sacrebleu signature; `results.<label>.json` (evaluate, on an average of checkpoints, an
+  ensemble or another checkpoint) each give a row of their own, "run (label)";
+- `alignment.json` (alignment evaluation, if any): its "aer";
+- `commands.txt` (train, evaluate and average_checkpoints append to it): how each was made.
+
+What is missing shows as "-". An ensemble's row counts the parameters of all its members and the
+training time of all the runs they come from (looked up by run name under the same runs/ folder).
 """
 
 from __future__ import annotations
@@ -15,9 +25,11 @@ import yaml
 
 log = logging.getLogger(__name__)
 
-COLUMNS = [("name", "run"), ("attention", "attention"), ("parameters", "params"),
+COLUMNS = [("name", "run"), ("architecture", "architecture"), ("attention", "attention"),
+           ("query", "query order"), ("subword", "subword"), ("parameters", "params"),
            ("step", "steps"), ("train_seconds", "train time"), ("dev_bleu", "dev BLEU"),
-           ("test_bleu", "test BLEU"), ("chrf", "chrF")]
+           ("test_bleu", "test BLEU"), ("chrf", "chrF"), ("aer", "AER")]
+TEXT_COLUMNS = 5  # the first five are words: left-aligned
 
 
 def _read_json(path: Path) -> dict | None:
@@ -26,6 +38,17 @@ def _read_json(path: Path) -> dict | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        log.warning("%s: unreadable (%s), ignored", path, error)
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _read_yaml(path: Path) -> dict | None:
+    if not path.is_file():
+        return None
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
         log.warning("%s: unreadable (%s), ignored", path, error)
         return None
     return data if isinstance(data, dict) else None
@@ -41,8 +64,9 @@ def _count_parameters(state_dict: dict) -> int:
     return total
 
 
-def _from_checkpoint(run: Path) -> dict:
-    """Facts from the best (or last) checkpoint, for a run without train_summary.json."""
+def _from_checkpoint(run: Path) -> tuple[dict, dict | None]:
+    """Facts and the config from the best (or last) checkpoint, for a run without
+    train_summary.json."""
     import torch
 
     for name in ("best.pt", "last.pt"):
@@ -57,38 +81,103 @@ def _from_checkpoint(run: Path) -> dict:
             log.warning("%s: unreadable checkpoint (%s), ignored", path, error)
             continue
         metric = config.get("training", {}).get("early_stopping_metric", "bleu")
-        return {"attention": config.get("model", {}).get("attention"), "parameters": parameters,
-                "step": progress.get("step"), "train_seconds": progress.get("train_seconds"),
-                "dev_bleu": progress.get("best_score") if metric == "bleu" else None}
-    return {}
+        return {"parameters": parameters, "step": progress.get("step"),
+                "train_seconds": progress.get("train_seconds"),
+                "dev_bleu": progress.get("best_score") if metric == "bleu" else None}, config
+    return {}, None
+
+
+def _describe(row: dict, summary: dict | None, config: dict | None) -> None:
+    """Architecture, attention, query order and subword units, from the summary or the config."""
+    model = (config or {}).get("model") or {}
+    data = (config or {}).get("data") or {}
+    known = summary is not None or config is not None
+    row["architecture"] = ((summary or {}).get("architecture") or model.get("architecture")
+                           or ("rnn" if known else None))
+    row["attention"] = (summary or {}).get("attention") or model.get("attention")
+    if row["architecture"] == "rnn":  # the query order is a property of the RNN decoder
+        row["query"] = model.get("attention_query") or ("previous" if config else None)
+    row["subword"] = data.get("subword") or ("none" if config else None)
+
+
+def _scores(row: dict, results: dict) -> None:
+    split = results.get("split", "test")
+    bleu = results.get("bleu")
+    row["test_bleu"] = bleu if split == "test" or bleu is None else f"{bleu:.2f} ({split})"
+    row["chrf"] = results.get("chrf")
+
+
+def _run_row(run: Path) -> tuple[dict, dict | None] | None:
+    """The run's own row, and its config; None for a folder that is no run."""
+    summary = _read_json(run / "train_summary.json")
+    config = _read_yaml(run / "config.yaml")
+    results = _read_json(run / "results.json")
+    labelled = sorted(run.glob("results.*.json"))
+    if (summary is None and results is None and config is None and not labelled
+            and not (run / "checkpoints").is_dir()):
+        return None
+    row = {key: None for key, _ in COLUMNS} | {"name": run.name, "run": run.name}
+    if summary is not None:
+        row.update({"parameters": summary.get("parameters"), "step": summary.get("step"),
+                    "train_seconds": summary.get("train_seconds"),
+                    "dev_bleu": summary.get("best_dev_bleu")})
+    else:
+        facts, checkpoint_config = _from_checkpoint(run)
+        row.update(facts)
+        config = config or checkpoint_config
+    _describe(row, summary, config)
+    if results is not None:
+        _scores(row, results)
+        row["signature"] = results.get("signature")
+        row["chrf_signature"] = results.get("chrf_signature")
+    alignment = _read_json(run / "alignment.json")
+    if alignment is not None:
+        row["aer"] = alignment.get("aer")
+    return row, config
+
+
+def _labelled_rows(run: Path, own: dict, by_name: dict[str, dict]) -> list[dict]:
+    """A row per results.<label>.json: an average, an ensemble, another checkpoint."""
+    rows = []
+    for path in sorted(run.glob("results.*.json")):
+        results = _read_json(path)
+        if results is None:
+            continue
+        label = results.get("label") or path.name[len("results."):-len(".json")]
+        row = {key: own.get(key) for key, _ in COLUMNS if key not in ("dev_bleu", "aer")}
+        row |= {"name": f"{run.name} ({label})", "run": run.name, "dev_bleu": None, "aer": None,
+                "step": results.get("step", own.get("step")),
+                "signature": results.get("signature"),
+                "chrf_signature": results.get("chrf_signature")}
+        members = results.get("checkpoints") or []
+        if len(members) > 1:  # an ensemble: every member's size, every member run's training
+            member_runs = [by_name.get(Path(m).parent.parent.name) for m in members]
+            row["parameters"] = (sum(r["parameters"] for r in member_runs)
+                                 if all(r and r.get("parameters") for r in member_runs) else None)
+            distinct = {r["run"]: r for r in member_runs if r}.values()
+            row["train_seconds"] = (sum(r["train_seconds"] for r in distinct)
+                                    if all(r and r.get("train_seconds") is not None
+                                           for r in member_runs) else None)
+            row["step"] = None
+        _scores(row, results)
+        rows.append(row)
+    return rows
 
 
 def collect_runs(runs_dir: str | Path) -> list[dict]:
-    """A row per run folder (one holding a config, checkpoints or results), sorted by name."""
+    """A row per run folder (one holding a config, checkpoints or results), sorted by name, each
+    followed by the rows of its labelled results."""
     runs_dir = Path(runs_dir)
+    folders = sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []
+    own = {}
+    for run in folders:
+        found = _run_row(run)
+        if found is not None:
+            own[run.name] = found[0]
     rows = []
-    for run in sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []:
-        summary = _read_json(run / "train_summary.json")
-        results = _read_json(run / "results.json")
-        has_config = (run / "config.yaml").is_file()
-        if summary is None and results is None and not has_config and not (run / "checkpoints").is_dir():
-            continue
-        row = {key: None for key, _ in COLUMNS} | {"name": run.name}
-        if summary is not None:
-            row.update({"attention": summary.get("attention"), "parameters": summary.get("parameters"),
-                        "step": summary.get("step"), "train_seconds": summary.get("train_seconds"),
-                        "dev_bleu": summary.get("best_dev_bleu")})
-        else:
-            row.update(_from_checkpoint(run))
-        if row["attention"] is None and has_config:
-            config = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")) or {}
-            row["attention"] = (config.get("model") or {}).get("attention")
-        if results is not None:
-            split = results.get("split", "test")
-            bleu = results.get("bleu")
-            row["test_bleu"] = bleu if split == "test" or bleu is None else f"{bleu:.2f} ({split})"
-            row["chrf"] = results.get("chrf")
+    for name, row in own.items():
         rows.append(row)
+        rows.extend(_labelled_rows(runs_dir / name, row, own))
     return rows
 
 
@@ -107,15 +196,44 @@ def _cell(key: str, value) -> str:
 
 
 def format_table(rows: list[dict]) -> str:
-    """A plain-text table, one line per run; numbers right-aligned."""
+    """A plain-text table, one line per row; numbers right-aligned."""
     cells = [[title for _, title in COLUMNS]] + [[_cell(k, row.get(k)) for k, _ in COLUMNS]
                                                  for row in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
     lines = []
     for number, line in enumerate(cells):
-        parts = [c.ljust(w) if i < 2 or number == 0 else c.rjust(w)
+        parts = [c.ljust(w) if i < TEXT_COLUMNS or number == 0 else c.rjust(w)
                  for i, (c, w) in enumerate(zip(line, widths))]
         lines.append("  ".join(parts).rstrip())
         if number == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def format_markdown(rows: list[dict]) -> str:
+    """A Markdown table to paste into the README, with the sacrebleu signatures once below it."""
+    lines = ["| " + " | ".join(title for _, title in COLUMNS) + " |",
+             "|" + "|".join("---" if i < TEXT_COLUMNS else "---:" for i in range(len(COLUMNS))) + "|"]
+    for row in rows:
+        lines.append("| " + " | ".join(_cell(k, row.get(k)).replace("|", "\\|")
+                                       for k, _ in COLUMNS) + " |")
+    for key, metric in (("signature", "BLEU"), ("chrf_signature", "chrF")):
+        signatures: dict[str, list[str]] = {}
+        for row in rows:
+            if row.get(key):
+                signatures.setdefault(row[key], []).append(row["name"])
+        if len(signatures) == 1:
+            lines += ["", f"{metric}: sacrebleu `{next(iter(signatures))}`"]
+        for signature, names in signatures.items() if len(signatures) > 1 else ():
+            lines += ["", f"{metric} of {', '.join(names)}: sacrebleu `{signature}`"]
+    return "\n".join(lines)
+
+
+def format_commands(runs_dir: str | Path, rows: list[dict]) -> str:
+    """Each run's commands.txt: the commands that made its checkpoints and results."""
+    parts = []
+    for run in dict.fromkeys(row["run"] for row in rows):
+        path = Path(runs_dir) / run / "commands.txt"
+        text = path.read_text(encoding="utf-8").rstrip() if path.is_file() else "(no commands.txt)"
+        parts.append(f"{run}:\n" + "\n".join(f"  {line}" for line in text.splitlines()))
+    return "\n".join(parts)

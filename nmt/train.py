@@ -21,7 +21,8 @@ from tqdm import tqdm
 
 from nmt.averaging import WeightAverage
 from nmt.board import Board
-from nmt.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from nmt.checkpoint import (keep_step_checkpoint, load_checkpoint, rng_state, save_checkpoint,
+                            set_rng_state)
 from nmt.config import Config
 from nmt.data.batching import collate, load_examples, make_batches
 from nmt.data.tokenize import make_tokenizers
@@ -36,6 +37,7 @@ from nmt.prepare import prepare
 from nmt.run_dir import claim_run_dir, record_command
 from nmt.runtime import keep_freed_memory, pick_device, seed_everything, set_threads, use_bf16
 from nmt.validate import DevSet, validate
+from nmt.word_dropout import word_dropout
 
 log = logging.getLogger(__name__)
 
@@ -147,16 +149,22 @@ def train(config: Config, command: str | None = None) -> Path:
              len(train_examples), device, " (bf16 autocast)" if bf16 else "", threads,
              distributed.world_size)
 
+    dev_scores: dict[int, float] = {}  # step → dev score of this session's validations
+
     def save(name: str) -> None:
         states = distributed.gather(rng_state())  # every rank's generators, for an exact resume
         if distributed.is_main:
-            save_checkpoint(checkpoints / name, {
+            state = {
                 "config": config.to_dict(), "src_vocab": src_vocab.itos, "tgt_vocab": tgt_vocab.itos,
                 "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                 "scheduler": schedule.state_dict(), "progress": asdict(progress), "rng": states,
                 "averaged_model": None if average is None else average.weights(),
                 "averaged_updates": 0 if average is None else average.updates,
-            })
+            }
+            save_checkpoint(checkpoints / name, state)
+            if name == "last.pt" and training.keep_checkpoints:
+                keep_step_checkpoint(checkpoints, state, training.keep_checkpoints,
+                                     dev_scores.get(progress.step))
 
     def run_validation() -> None:
         result = None
@@ -166,6 +174,7 @@ def train(config: Config, command: str | None = None) -> Path:
                               training.batch_tokens, device)
         scores = distributed.broadcast(None if result is None else (result.bleu, result.loss))
         score = scores[0] if training.early_stopping_metric == "bleu" else -scores[1]
+        dev_scores[progress.step] = score
         improved = progress.best_score is None or score > progress.best_score
         progress.best_score = score if improved else progress.best_score
         progress.bad_validations = 0 if improved else progress.bad_validations + 1
@@ -211,7 +220,8 @@ def train(config: Config, command: str | None = None) -> Path:
                     local, weight = indices[:1], 0.0  # gradient all-reduce, contributing nothing
                 # Every rank knows the global batch, so it can normalise without communicating.
                 global_tokens = sum(len(train_examples[i].tgt) + 1 for i in indices)
-                batch = collate(train_examples, local).to(device)
+                batch = word_dropout(collate(train_examples, local), training.src_word_dropout,
+                                     training.tgt_word_dropout).to(device)
                 schedule.before_step(progress.step + 1)
                 with autocast:
                     loss = weight * summed_loss(trained, batch, training.label_smoothing) / (

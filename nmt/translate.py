@@ -122,6 +122,7 @@ class Translator:
         self.segmenter, self.detokenizer = make_tokenizers(config.data)
         self.progress: dict = {}  # the checkpoint's training progress (step, ...), if any
         self.checkpoint: Path | None = None
+        self.checkpoints: list[Path] = []  # every checkpoint, with an ensemble
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, search: SearchConfig | None = None,
@@ -141,6 +142,25 @@ class Translator:
                          keep_attention)
         translator.progress = dict(checkpoint.get("progress") or {})
         translator.checkpoint = Path(path)
+        translator.checkpoints = [Path(path)]
+        return translator
+
+    @classmethod
+    def from_checkpoints(cls, paths: list[str | Path], search: SearchConfig | None = None,
+                         device: str = "auto", keep_attention: bool = False) -> Translator:
+        """One checkpoint, or several decoding as an ensemble (nmt/ensemble.py); the first
+        one's config fixes the segmentation and its progress is reported."""
+        from nmt.ensemble import load_ensemble
+
+        if len(paths) == 1:
+            return cls.from_checkpoint(paths[0], search, device, keep_attention)
+        model, config, src_vocab, tgt_vocab, checkpoints = load_ensemble(paths)
+        device = pick_device(device)
+        translator = cls(model.to(device), config, src_vocab, tgt_vocab, search, device,
+                         keep_attention)
+        translator.progress = dict(checkpoints[0].get("progress") or {})
+        translator.checkpoint = Path(paths[0])
+        translator.checkpoints = [Path(p) for p in paths]
         return translator
 
     def segment(self, line: str, number: int | None = None) -> list[str]:

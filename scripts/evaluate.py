@@ -2,9 +2,13 @@
 
     python scripts/evaluate.py configs/tatoeba.yaml [search.beam_size=10 eval.split=dev ...]
     python scripts/evaluate.py configs/tatoeba.yaml --checkpoint runs/tatoeba/checkpoints/last.pt
+    python scripts/evaluate.py configs/tatoeba.yaml eval.average=last:5     # checkpoint averaging
+    python scripts/evaluate.py configs/tatoeba.yaml --checkpoint runs/a/checkpoints/best.pt \
+        --checkpoint runs/b/checkpoints/best.pt                             # an ensemble
 
-Writes runs/<name>/results.json and runs/<name>/hypotheses.<split>.en; logs eval/bleu and
-eval/chrf to runs/<name>/tensorboard/.
+Writes runs/<name>/results.json and runs/<name>/hypotheses.<split>.en (results.<label>.json and
+hypotheses.<label>.<split>.en for an ensemble, an average or another checkpoint); logs eval/bleu
+and eval/chrf to runs/<name>/tensorboard/; appends the command to runs/<name>/commands.txt.
 """
 
 from nmt.openmp import sleep_while_waiting
@@ -12,24 +16,34 @@ from nmt.openmp import sleep_while_waiting
 sleep_while_waiting()  # before anything imports torch
 
 import argparse
+import shlex
+import sys
 
 from nmt.cli import config_arguments, run_cli
 from nmt.config import load_config
-from nmt.evaluate import evaluate, format_results
+from nmt.ensemble import split_checkpoint_arguments
+from nmt.evaluate import evaluate, format_results, results_path
+from nmt.run_dir import record_command
 from nmt.runtime import set_threads
 
 
 def main(args: argparse.Namespace) -> None:
     config = load_config(args.config, args.overrides)
     set_threads(config.training.threads)
-    results = evaluate(config, args.checkpoint)
+    results = evaluate(config, split_checkpoint_arguments(args.checkpoint) or None,
+                       label=args.label)
+    record_command(config.run_dir, shlex.join(["python", *sys.argv]))
     print(format_results(results))
-    print(f"results: {config.run_dir / 'results.json'}")
+    print(f"results: {results_path(config.run_dir, results['label'])}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     config_arguments(parser)
-    parser.add_argument("--checkpoint", help="a checkpoint file (default: eval.checkpoint of the run)")
+    parser.add_argument("--checkpoint", action="append",
+                        help="a checkpoint file (default: eval.checkpoint of the run); repeat it "
+                             "or separate paths by commas to decode with an ensemble")
+    parser.add_argument("--label", help="write results.<label>.json (default: results.json for the "
+                                        "run's best/last.pt, 'ensemble', or the checkpoint's name)")
     run_cli(main, parser)

@@ -1,13 +1,17 @@
-"""Print one table of every experiment under runs/: attention type, size, steps, training time,
-dev BLEU, test BLEU and chrF.
+"""Print one table of every experiment under runs/: architecture, attention and its query order,
+subword units, size, steps, training time, dev BLEU, test BLEU, chrF and AER, all read from the
+files training and evaluation wrote (see nmt/report.py). Averages of checkpoints and ensembles,
+evaluated into results.<label>.json, get rows of their own.
 
     python scripts/report.py [--runs runs]
+    python scripts/report.py --markdown      # a Markdown table for the README, signatures below
+    python scripts/report.py --commands      # and the commands that made each run
 """
 
 import argparse
 
 from nmt.cli import run_cli
-from nmt.report import collect_runs, format_table
+from nmt.report import collect_runs, format_commands, format_markdown, format_table
 
 
 def main(args: argparse.Namespace) -> None:
@@ -15,11 +19,18 @@ def main(args: argparse.Namespace) -> None:
     if not rows:
         print(f"no runs under {args.runs}/ yet: `make train`, then `make eval`")
         return
-    print(format_table(rows))
+    print(format_markdown(rows) if args.markdown else format_table(rows))
+    if args.commands:
+        print()
+        print(format_commands(args.runs, rows))
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", default="runs", help="the folder holding the runs (default: runs)")
+    parser.add_argument("--markdown", action="store_true",
+                        help="print a Markdown table, with the sacrebleu signatures once below it")
+    parser.add_argument("--commands", action="store_true",
+                        help="also list the commands recorded in each run's commands.txt")
     run_cli(main, parser)

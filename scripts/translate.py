@@ -12,6 +12,9 @@ Lines are split at "\\n" only, from a file and from a pipe alike (see nmt/lines.
 U+2028 or a form feed inside a line never makes an extra output line. Bytes that are not UTF-8
 become U+FFFD, with a warning naming the lines. A failed write (disk full, read-only folder)
 stops with one error naming the path; --output then keeps its previous content.
+
+Several checkpoints (`--checkpoint a.pt --checkpoint b.pt`, `--checkpoint a.pt,b.pt`, or the
+config's eval.ensemble) translate as an ensemble.
 """
 
 from nmt.openmp import sleep_while_waiting
@@ -30,6 +33,7 @@ from nmt.config import load_config
 from nmt.errors import NMTError
 from nmt.io import atomic_write
 from nmt.lines import count_lines, iter_lines
+from nmt.ensemble import split_checkpoint_arguments
 from nmt.runtime import set_threads
 from nmt.streaming import interactive, translate_stream
 from nmt.translate import Translator, find_checkpoint
@@ -38,10 +42,11 @@ from nmt.translate import Translator, find_checkpoint
 def main(args: argparse.Namespace) -> None:
     config = load_config(args.config, args.overrides)
     set_threads(config.training.threads)
-    checkpoint = Path(args.checkpoint) if args.checkpoint else find_checkpoint(config)
-    translator = Translator.from_checkpoint(checkpoint, search=config.search,
-                                            device=config.training.device,
-                                            keep_attention=args.attention is not None)
+    checkpoints = (split_checkpoint_arguments(args.checkpoint) or config.eval.ensemble
+                   or [find_checkpoint(config)])
+    translator = Translator.from_checkpoints(checkpoints, search=config.search,
+                                             device=config.training.device,
+                                             keep_attention=args.attention is not None)
     attention_dir = Path(args.attention) if args.attention else None
     if attention_dir is not None and translator.config.model.attention == "none":
         print("warning: this model has no attention (model.attention = none): "
@@ -100,7 +105,9 @@ if __name__ == "__main__":
     config_arguments(parser)
     parser.add_argument("--input", help="Chinese text, one sentence a line (default: stdin)")
     parser.add_argument("--output", help="where the English goes (default: stdout)")
-    parser.add_argument("--checkpoint", help="a checkpoint file (default: the run's best.pt)")
+    parser.add_argument("--checkpoint", action="append",
+                        help="a checkpoint file (default: eval.ensemble, else the run's best.pt); "
+                             "repeat it or separate paths by commas for an ensemble")
     parser.add_argument("--attention", metavar="DIR",
                         help="write each line's attention as DIR/NNNN.json and DIR/NNNN.png")
     run_cli(main, parser)
