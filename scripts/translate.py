@@ -30,10 +30,10 @@ from tqdm import tqdm
 
 from nmt.cli import config_arguments, run_cli
 from nmt.config import load_config
+from nmt.ensemble import split_checkpoint_arguments
 from nmt.errors import NMTError
 from nmt.io import atomic_write
 from nmt.lines import count_lines, iter_lines
-from nmt.ensemble import split_checkpoint_arguments
 from nmt.runtime import set_threads
 from nmt.streaming import interactive, translate_stream
 from nmt.translate import Translator, find_checkpoint
