@@ -27,6 +27,7 @@ def _check(predicate, allowed: str):
 
 
 positive = _check(lambda v: v > 0, "a number > 0")
+SUBWORD_KEYS = ("subword", "src_subword_vocab", "tgt_subword_vocab")
 non_negative = _check(lambda v: v >= 0, "a number >= 0")
 probability = _check(lambda v: 0 <= v < 1, "a number in [0, 1)")
 
@@ -52,6 +53,11 @@ class DataConfig:
     src_max_vocab: int = field(default=50000, metadata=positive)
     tgt_max_vocab: int = field(default=50000, metadata=positive)
     workers: int = field(default=2, metadata=positive)  # processes for segmentation
+    # Subword units (sentencepiece) on top of the words and Moses tokens, trained on the
+    # training split: none, bpe or unigram; vocabulary sizes as sentencepiece counts them.
+    subword: Literal["none", "bpe", "unigram"] = "none"
+    src_subword_vocab: int = field(default=8000, metadata=_check(lambda v: v >= 8, "an integer >= 8"))
+    tgt_subword_vocab: int = field(default=8000, metadata=_check(lambda v: v >= 8, "an integer >= 8"))
 
 
 @dataclass
@@ -154,6 +160,9 @@ class Config:
         """Names the prepared-data folder: changes whenever a data setting changes."""
         data = dataclasses.asdict(self.data)
         del data["prepared_dir"], data["workers"]  # where and how fast, not what
+        if data["subword"] == "none":  # unused: folders prepared before subwords keep their name
+            for key in SUBWORD_KEYS:
+                del data[key]
         return _hash(data)
 
 
