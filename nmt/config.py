@@ -53,11 +53,13 @@ class DataConfig:
     src_max_vocab: int = field(default=50000, metadata=positive)
     tgt_max_vocab: int = field(default=50000, metadata=positive)
     workers: int = field(default=2, metadata=positive)  # processes for segmentation
-    # Subword units (sentencepiece) on top of the words and Moses tokens, trained on the
-    # training split: none, bpe or unigram; vocabulary sizes as sentencepiece counts them.
+    # Subword units (sentencepiece, nmt/data/subword.py) inside the words and Moses tokens,
+    # trained on the training split: none, bpe or unigram. Vocabulary sizes as sentencepiece
+    # counts them, capped with a warning to what the corpus allows; small ones suit small corpora
+    # (Sennrich & Zhang, 2019). src/tgt_min_freq and max_vocab then apply to the pieces.
     subword: Literal["none", "bpe", "unigram"] = "none"
-    src_subword_vocab: int = field(default=8000, metadata=_check(lambda v: v >= 8, "an integer >= 8"))
-    tgt_subword_vocab: int = field(default=8000, metadata=_check(lambda v: v >= 8, "an integer >= 8"))
+    src_subword_vocab: int = field(default=4000, metadata=_check(lambda v: v >= 8, "an integer >= 8"))
+    tgt_subword_vocab: int = field(default=4000, metadata=_check(lambda v: v >= 8, "an integer >= 8"))
 
 
 @dataclass
