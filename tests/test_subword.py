@@ -229,3 +229,12 @@ def test_subword_sizes_change_the_data_hash_only_when_subwords_are_on():
     assert hash_of() == hash_of("data.src_subword_vocab=2000") == hash_of("data.subword=none")
     assert hash_of("data.subword=bpe") != hash_of("data.subword=bpe", "data.src_subword_vocab=2000")
     assert hash_of("data.subword=bpe") != hash_of("data.subword=unigram") != hash_of()
+
+
+def test_characters_stay_whole_pieces_with_zh_level_char(bpe_config):
+    """Pieces never span two tokens: on characters, only Latin runs (`Tom`) can be cut."""
+    prepared = prepare(with_data(bpe_config, zh_level="char"))
+    for line in read_lines(prepared.tokens("train", "zh")):
+        assert all(len(t) == 1 or t.isascii() for t in merge_pieces(line.split()))
+        assert all(len(p.lstrip(WORD_START)) <= 1 or p.lstrip(WORD_START).isascii()
+                   for p in line.split())
