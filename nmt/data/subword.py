@@ -29,6 +29,7 @@ import numpy as np
 from nmt.config import DataConfig
 from nmt.data.vocab import UNK
 from nmt.errors import NMTError
+from nmt.io import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -120,14 +121,13 @@ def apply_subwords(data: DataConfig, tokens: dict[str, list[str]], train: list[i
     """
     if data.subword == "none":
         return tokens, None
-    from nmt.io import atomic_write
-
     asked = {"zh": data.src_subword_vocab, "en": data.tgt_subword_vocab}
     keys = {"zh": "data.src_subword_vocab", "en": "data.tgt_subword_vocab"}
     pieces, report = {}, {"type": data.subword, "vocab_size": {"requested": asked, "actual": {}},
                           "train_tokens_per_sentence": {}}
     for lang, lines in tokens.items():
-        model, size = train_model([lines[i] for i in train], data.subword, asked[lang],
+        text = [lines[i].replace(WORD_START, "_") for i in train]  # as encode_lines sees it
+        model, size = train_model(text, data.subword, asked[lang],
                                   COVERAGE[lang], data.split_seed, keys[lang])
         atomic_write(model_file(folder, lang), lambda tmp: tmp.write_bytes(model))
         pieces[lang] = Subwords(model).encode_lines(lines)
