@@ -7,7 +7,8 @@ and the resolved config travel inside it, so translating needs no prepared data.
     {"format": 1, "config": {...}, "src_vocab": [tokens], "tgt_vocab": [tokens],
      "model": state_dict, "optimizer": state_dict | None, "scheduler": state_dict | None,
      "progress": {"step", "epoch", "batch_in_epoch", ...}, "rng": {...},
-     "averaged_model": state_dict | None, "averaged_updates": int}
+     "averaged_model": state_dict | None, "averaged_updates": int,
+     "subword": {"zh": bytes, "en": bytes} | None}  # sentencepiece models, with data.subword
 
 With `training.ema_decay`, "model" holds the weights training goes on from and "averaged_model"
 their moving average, the weights validation scored and translation uses.

@@ -28,6 +28,7 @@ def _check(predicate, allowed: str):
 
 
 positive = _check(lambda v: v > 0, "a number > 0")
+SUBWORD_KEYS = ("subword", "src_subword_vocab", "tgt_subword_vocab")
 non_negative = _check(lambda v: v >= 0, "a number >= 0")
 probability = _check(lambda v: 0 <= v < 1, "a number in [0, 1)")
 average_spec = _check(lambda v: re.fullmatch(r"(last|best):[1-9][0-9]*", v) is not None,
@@ -55,6 +56,13 @@ class DataConfig:
     src_max_vocab: int = field(default=50000, metadata=positive)
     tgt_max_vocab: int = field(default=50000, metadata=positive)
     workers: int = field(default=2, metadata=positive)  # processes for segmentation
+    # Subword units (sentencepiece, nmt/data/subword.py) inside the words and Moses tokens,
+    # trained on the training split: none, bpe or unigram. Vocabulary sizes as sentencepiece
+    # counts them, capped with a warning to what the corpus allows; small ones suit small corpora
+    # (Sennrich & Zhang, 2019). src/tgt_min_freq and max_vocab then apply to the pieces.
+    subword: Literal["none", "bpe", "unigram"] = "none"
+    src_subword_vocab: int = field(default=4000, metadata=_check(lambda v: v >= 8, "an integer >= 8"))
+    tgt_subword_vocab: int = field(default=4000, metadata=_check(lambda v: v >= 8, "an integer >= 8"))
 
 
 @dataclass
@@ -170,6 +178,9 @@ class Config:
         """Names the prepared-data folder: changes whenever a data setting changes."""
         data = dataclasses.asdict(self.data)
         del data["prepared_dir"], data["workers"]  # where and how fast, not what
+        if data["subword"] == "none":  # unused: folders prepared before subwords keep their name
+            for key in SUBWORD_KEYS:
+                del data[key]
         return _hash(data)
 
 

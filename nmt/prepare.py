@@ -1,8 +1,9 @@
 """The prepare stage: raw TSV → clean, deduplicated, leak-free, segmented, indexed text files.
 
 read → normalize → drop exact duplicate pairs → segment/tokenize → length filter → split →
-vocabularies from train → `<prepared_dir>/<data hash>/`, with `manifest.json` written last: its
-presence marks a finished folder, so a second run with the same data config does no work.
+[subword models from train, `data.subword`] → vocabularies from train →
+`<prepared_dir>/<data hash>/`, with `manifest.json` written last: its presence marks a finished
+folder, so a second run with the same data config does no work.
 The folder is built under a temporary name and renamed when complete, and every later use checks
 its files against the line counts, sizes and checksums the manifest recorded (nmt/data/cache.py):
 a damaged or partial folder is prepared again, with a warning that names the file.
@@ -23,6 +24,7 @@ from nmt.data.cache import building, check_files, record_files
 from nmt.data.corpus import Pair, read_corpus
 from nmt.data.normalize import normalize_en, normalize_zh
 from nmt.data.split import SPLITS, split_pairs
+from nmt.data.subword import apply_subwords, model_file
 from nmt.data.vocab import UNK_ID, Vocab
 from nmt.errors import NMTError
 from nmt.io import atomic_write_json, atomic_write_lines
@@ -37,13 +39,14 @@ class PreparedData:
     """The paths of one prepared-data folder."""
 
     dir: Path
+    subword: bool = False  # prepared with data.subword: the folder holds spm.<lang>.model too
 
     def text(self, split: str, lang: str) -> Path:
         """Cleaned sentences, one a line (the references for evaluation)."""
         return self.dir / f"{_split(split)}.{_lang(lang)}"
 
     def tokens(self, split: str, lang: str) -> Path:
-        """The same sentences as space-separated tokens."""
+        """The same sentences as space-separated tokens: subword pieces with data.subword."""
         return self.dir / f"{_split(split)}.tok.{_lang(lang)}"
 
     def source_lines(self, split: str) -> Path:
@@ -52,6 +55,9 @@ class PreparedData:
 
     def vocab(self, lang: str) -> Path:
         return self.dir / f"vocab.{_lang(lang)}"
+
+    def subword_model(self, lang: str) -> Path:
+        return model_file(self.dir, _lang(lang))
 
     @property
     def manifest_path(self) -> Path:
@@ -70,7 +76,8 @@ class PreparedData:
 
     def files(self) -> list[Path]:
         text = [f(s, lang) for s in SPLITS for lang in LANGS for f in (self.text, self.tokens)]
-        return text + [self.source_lines(s) for s in SPLITS] + [self.vocab(l) for l in LANGS]
+        models = [self.subword_model(lang) for lang in LANGS] if self.subword else []
+        return text + [self.source_lines(s) for s in SPLITS] + [self.vocab(l) for l in LANGS] + models
 
 
 def _split(name: str) -> str:
@@ -87,14 +94,15 @@ def _lang(name: str) -> str:
 
 def prepare(config: Config) -> PreparedData:
     """Prepare the data `config.data` describes, unless an identical preparation exists."""
-    prepared = PreparedData(Path(config.data.prepared_dir) / config.data_hash())
+    prepared = PreparedData(Path(config.data.prepared_dir) / config.data_hash(),
+                            config.data.subword != "none")
     inputs = _input_hashes(config)
     if _is_current(prepared, config, inputs):
         log.info("data already prepared in %s", prepared.dir)
         return prepared
     start = time.perf_counter()
     with building(prepared.dir) as partial:  # renamed onto prepared.dir once complete
-        manifest = _build(config, PreparedData(partial))
+        manifest = _build(config, PreparedData(partial, prepared.subword))
         manifest["input_sha256"] = inputs
         manifest["elapsed_seconds"] = round(time.perf_counter() - start, 2)
         manifest["files"] = record_files(partial)
@@ -106,7 +114,8 @@ def prepare(config: Config) -> PreparedData:
 
 def load_prepared(config: Config) -> PreparedData:
     """The prepared data of `config`; an NMTError that says what to run when there is none."""
-    prepared = PreparedData(Path(config.data.prepared_dir) / config.data_hash())
+    prepared = PreparedData(Path(config.data.prepared_dir) / config.data_hash(),
+                            config.data.subword != "none")
     if not prepared.manifest_path.is_file():
         raise NMTError(f"the data of experiment '{config.name}' is not prepared (no "
                        f"{prepared.manifest_path}); run `make prepare CONFIG=<its config file>`")
@@ -182,6 +191,7 @@ def _build(config: Config, prepared: PreparedData) -> dict:
 
     splits = split_pairs([(p.zh, p.en) for p in pairs], data.dev_size, data.test_size,
                          data.split_seed)
+    tokens, subword = apply_subwords(data, tokens, splits["train"], prepared.dir)  # or as they were
     vocabs = {
         "zh": Vocab.build((tokens["zh"][i].split() for i in splits["train"]),
                           data.src_min_freq, data.src_max_vocab),
@@ -205,6 +215,7 @@ def _build(config: Config, prepared: PreparedData) -> dict:
         "splits": {split: len(indices) for split, indices in splits.items()},
         "vocab": {lang: len(vocab) for lang, vocab in vocabs.items()},
         "dev_oov_rate": {lang: _oov_rate(vocabs[lang], dev[lang]) for lang in LANGS},
+        "subword": subword,  # None, or the sizes asked for and trained, tokens per sentence
     }
 
 
@@ -238,6 +249,16 @@ def summary(manifest: dict) -> str:
         f"length filter −{counts['filtered_length']} → kept {counts['pairs_kept']}",
         "split " + ", ".join(f"{s} {n}" for s, n in manifest["splits"].items()),
         "vocab " + ", ".join(f"{lang} {n}" for lang, n in manifest["vocab"].items()),
+        *_subword_summary(manifest.get("subword")),
         "dev OOV " + ", ".join(f"{lang} {r:.2%}" for lang, r in manifest["dev_oov_rate"].items()),
         f"prepared in {manifest['elapsed_seconds']} s",
     ])
+
+
+def _subword_summary(subword: dict | None) -> list[str]:
+    if not subword:
+        return []
+    sizes, lengths = subword["vocab_size"], subword["train_tokens_per_sentence"]
+    return [f"subword {subword['type']} " + ", ".join(
+        f"{lang} {sizes['actual'][lang]} (asked {sizes['requested'][lang]}), tokens/sentence "
+        f"{lengths[lang]['words']:.2f} → {lengths[lang]['pieces']:.2f}" for lang in LANGS)]

@@ -25,6 +25,7 @@ from nmt.checkpoint import (keep_step_checkpoint, load_checkpoint, rng_state, sa
                             set_rng_state)
 from nmt.config import Config
 from nmt.data.batching import collate, load_examples, make_batches
+from nmt.data.subword import load_models
 from nmt.data.tokenize import make_tokenizers
 from nmt.data.vocab import Vocab
 from nmt.distributed import Distributed, device_for
@@ -116,7 +117,9 @@ def train(config: Config, command: str | None = None) -> Path:
         load_examples(prepared.tokens("dev", "zh"), prepared.tokens("dev", "en"), src_vocab, tgt_vocab),
         [line.split() for line in read_lines(prepared.tokens("dev", "zh"))],
         read_lines(prepared.text("dev", "en")),
+        subword=config.data.subword != "none",
     )
+    subword_models = load_models(prepared.dir, config.data)  # travel in checkpoints; or None
     _, detokenizer = make_tokenizers(config.data)
 
     model = build_model(config.model, len(src_vocab), len(tgt_vocab)).to(device)
@@ -160,6 +163,7 @@ def train(config: Config, command: str | None = None) -> Path:
                 "scheduler": schedule.state_dict(), "progress": asdict(progress), "rng": states,
                 "averaged_model": None if average is None else average.weights(),
                 "averaged_updates": 0 if average is None else average.updates,
+                "subword": subword_models,
             }
             save_checkpoint(checkpoints / name, state)
             if name == "last.pt" and training.keep_checkpoints:
@@ -183,7 +187,7 @@ def train(config: Config, command: str | None = None) -> Path:
             board.scalars(progress.step, "dev", {"loss": result.loss, "perplexity": result.perplexity,
                                                  "bleu": result.bleu, "chrf": result.chrf})
             shown = range(min(training.examples, len(dev.examples)))
-            board.examples(progress.step, [dev.src_tokens[i] for i in shown],
+            board.examples(progress.step, [result.source_tokens[i] for i in shown],
                            [result.hypotheses[i] for i in shown], [dev.references[i] for i in shown],
                            [result.hypothesis_tokens[i] for i in shown],
                            [result.attentions[i] for i in shown])

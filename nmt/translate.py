@@ -2,7 +2,9 @@
 
 A line goes the way training data went: the same normalization and segmentation
 (`make_tokenizers(config.data)` of the checkpoint's config), the source vocabulary, then search,
-optional unknown-word replacement, and Moses detokenization. Every input line gives exactly one
+optional unknown-word replacement, and Moses detokenization. With `data.subword` the words are
+cut into the checkpoint's sentencepiece pieces, and a Translation holds whole words again (tokens,
+source tokens and word-level attention: nmt/data/subword.py). Every input line gives exactly one
 output; an empty line gives an empty one without running the model; a line longer than
 MAX_SOURCE_TOKENS tokens is cut there, with a warning.
 
@@ -24,6 +26,14 @@ import numpy as np
 import torch
 
 from nmt.config import Config, SearchConfig
+from nmt.data.subword import (
+    SubwordSegmenter,
+    Subwords,
+    load_models,
+    merge_pieces,
+    source_word_of_pieces,
+    to_words,
+)
 from nmt.data.tokenize import make_tokenizers
 from nmt.data.vocab import PAD_ID, Vocab
 from nmt.errors import NMTError
@@ -41,8 +51,8 @@ MAX_SOURCE_TOKENS = 200
 @dataclass
 class Translation:
     text: str  # detokenized English; "" for an empty input line
-    tokens: list[str]  # target tokens, after unknown-word replacement
-    src_tokens: list[str]  # the segmented (and possibly cut) source
+    tokens: list[str]  # target tokens (whole words), after unknown-word replacement
+    src_tokens: list[str]  # the segmented (and possibly cut) source, whole words
     # (T, S) float32: one row per output token, plus a last row for </s> when the output ended
     # with it (see `attention_labels`); None without attention or when it was not kept.
     attention: np.ndarray | None
@@ -107,10 +117,11 @@ class Translator:
 
     def __init__(self, model, config: Config, src_vocab: Vocab, tgt_vocab: Vocab,
                  search: SearchConfig | None = None, device: torch.device | str | None = None,
-                 keep_attention: bool = False):
+                 keep_attention: bool = False, subwords: dict[str, bytes] | None = None):
         """`config` is the one the model was trained with: it fixes the segmentation.
         `search` (default config.search) says how to decode; keep_attention fills
-        Translation.attention."""
+        Translation.attention. `subwords`: the sentencepiece models ({lang: bytes}) of a
+        `data.subword` model; by default those of its prepared data folder."""
         self.model, self.config = model, config
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.search = search or config.search
@@ -120,6 +131,11 @@ class Translator:
             raise NMTError("search.replace_unk needs attention weights, but this model has "
                            "model.attention = none; set search.replace_unk=false")
         self.segmenter, self.detokenizer = make_tokenizers(config.data)
+        self.subword = config.data.subword != "none"
+        if self.subword:
+            models = subwords or load_models(Path(config.data.prepared_dir) / config.data_hash(),
+                                             config.data)
+            self.segmenter = SubwordSegmenter(self.segmenter, Subwords(models["zh"]))
         self.progress: dict = {}  # the checkpoint's training progress (step, ...), if any
         self.checkpoint: Path | None = None
         self.checkpoints: list[Path] = []  # every checkpoint, with an ensemble
@@ -139,7 +155,7 @@ class Translator:
                            f"use a checkpoint written by this project's training") from None
         device = pick_device(device)
         translator = cls(model.to(device), config, src_vocab, tgt_vocab, search, device,
-                         keep_attention)
+                         keep_attention, checkpoint.get("subword"))
         translator.progress = dict(checkpoint.get("progress") or {})
         translator.checkpoint = Path(path)
         translator.checkpoints = [Path(path)]
@@ -164,7 +180,8 @@ class Translator:
         return translator
 
     def segment(self, line: str, number: int | None = None) -> list[str]:
-        """Source tokens of a raw line, cut to MAX_SOURCE_TOKENS; [] for a blank line."""
+        """Source tokens (pieces with subwords) of a raw line, cut to MAX_SOURCE_TOKENS; [] for a
+        blank line."""
         tokens = self.segmenter.segment(line) if line.strip() else []
         if len(tokens) > MAX_SOURCE_TOKENS:
             where = f"line {number}" if number is not None else "a line"
@@ -186,13 +203,18 @@ class Translator:
         if not src_tokens:
             return Translation("", [], [], None, 0.0, [])
         outputs = []
+        # An <unk> piece is replaced by the whole source word of the piece it attended most.
+        unk_sources = source_word_of_pieces(src_tokens) if self.subword else src_tokens
         for hyp in hyps:
             tokens = self.tgt_vocab.decode(hyp.tokens)
             if self.search.replace_unk:
-                tokens = replace_unknowns(tokens, hyp.tokens, hyp.attention, src_tokens)
-            outputs.append((tokens, self.detokenizer.detokenize(tokens)))
+                tokens = replace_unknowns(tokens, hyp.tokens, hyp.attention, unk_sources)
+            words = merge_pieces(tokens) if self.subword else tokens
+            outputs.append((tokens, self.detokenizer.detokenize(words)))
         best_tokens, best_text = outputs[0]
         attention = hyps[0].attention if self.keep_attention else None
+        if self.subword:  # what users see is whole words
+            best_tokens, src_tokens, attention = to_words(best_tokens, src_tokens, attention)
         return Translation(best_text, best_tokens, src_tokens, attention, hyps[0].score,
                            [(text, hyp.score) for (_, text), hyp in zip(outputs, hyps)])
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import sacrebleu
 import torch
 
 from nmt.config import SearchConfig
 from nmt.data.batching import Example, collate, make_batches
+from nmt.data.subword import to_words
 from nmt.data.tokenize import EnglishTokenizer
 from nmt.data.vocab import Vocab
 from nmt.loss import summed_loss
@@ -20,8 +21,9 @@ from nmt.translate import translate_token_ids
 @dataclass
 class DevSet:
     examples: list[Example]  # encoded dev pairs, in file order
-    src_tokens: list[list[str]]  # segmented Chinese, for attention plots
+    src_tokens: list[list[str]]  # segmented Chinese (pieces with subwords), for attention plots
     references: list[str]  # raw English, what BLEU compares against
+    subword: bool = False  # tokens are sentencepiece pieces: merge them into words for people
 
 
 @dataclass
@@ -32,7 +34,8 @@ class DevResult:
     chrf: float
     hypotheses: list[str]
     attentions: list  # numpy (T, S) per sentence, or None without attention
-    hypothesis_tokens: list[list[str]]
+    hypothesis_tokens: list[list[str]]  # whole words
+    source_tokens: list[list[str]] = field(default_factory=list)  # whole words, per sentence
 
 
 @torch.inference_mode()
@@ -55,6 +58,10 @@ def validate(model: Seq2Seq, dev: DevSet, tgt_vocab: Vocab, detokenizer: English
     greedy = replace(search, beam_size=1, n_best=1)
     hypotheses = translate_token_ids(model, [ex.src for ex in dev.examples], greedy, device)
     tokens = [tgt_vocab.decode(h.tokens) for h in hypotheses]
+    attentions, sources = [h.attention for h in hypotheses], dev.src_tokens
+    if dev.subword:  # BLEU, examples and heatmaps see whole words
+        merged = [to_words(t, s, a) for t, s, a in zip(tokens, dev.src_tokens, attentions)]
+        tokens, sources, attentions = ([m[k] for m in merged] for k in range(3))
     texts = [detokenizer.detokenize(t) for t in tokens]
     model.train(was_training)
     return DevResult(
@@ -63,6 +70,7 @@ def validate(model: Seq2Seq, dev: DevSet, tgt_vocab: Vocab, detokenizer: English
         bleu=sacrebleu.corpus_bleu(texts, [dev.references]).score,
         chrf=sacrebleu.corpus_chrf(texts, [dev.references]).score,
         hypotheses=texts,
-        attentions=[h.attention for h in hypotheses],
+        attentions=attentions,
         hypothesis_tokens=tokens,
+        source_tokens=sources,
     )
