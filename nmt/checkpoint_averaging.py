@@ -104,6 +104,7 @@ def average_checkpoints(paths: list[str | Path]) -> dict[str, Any]:
         "model": model, "optimizer": None, "scheduler": None,
         "progress": dict(newest.get("progress") or {}), "rng": [],
         "averaged_model": None, "averaged_updates": 0,
+        "subword": newest.get("subword"),  # the sentencepiece models travel with the weights
         "averaged_from": [{"checkpoint": name, "step": step, "dev_score": c.get("dev_score")}
                           for name, step, c in zip(names, steps, checkpoints)],
     }
