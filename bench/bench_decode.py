@@ -36,7 +36,7 @@ from nmt.config import load_config
 from nmt.data.vocab import EOS_ID, Vocab
 from nmt.errors import NMTError
 from nmt.io import read_lines
-from nmt.model.seq2seq import build_model, count_parameters
+from nmt.model import build_model, count_parameters, describe
 from nmt.prepare import load_prepared
 from nmt.runtime import set_threads
 from nmt.translate import Translator, decode_ids, find_checkpoint
@@ -133,7 +133,7 @@ def main(args: argparse.Namespace) -> None:
           f"(OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}), device {translator.device}; "
           f"python {sys.version.split()[0]}")
     print(f"model       {source}: {count_parameters(model) / 1e6:.1f}M parameters, "
-          f"{model.config.attention} attention, vocab {len(translator.src_vocab)} / "
+          f"{describe(model.config)}, vocab {len(translator.src_vocab)} / "
           f"{len(translator.tgt_vocab)}")
     print(f"decoding    {n} test sentences, beam {search.beam_size}, batch {search.batch_size}, "
           f"alpha {search.length_penalty}; {ended} ended with </s>, "

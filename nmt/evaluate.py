@@ -37,7 +37,8 @@ def evaluate(config: Config, checkpoint: str | Path | None = None, prepared=None
     split = config.eval.split
     path = Path(checkpoint) if checkpoint else find_checkpoint(config, config.eval.checkpoint)
     translator = Translator.from_checkpoint(path, search=config.search,
-                                            device=config.training.device)
+                                            device=config.training.device,
+                                            architecture=config.model.architecture)
     _check_same_data(config, translator.config, path)
     if prepared is None:
         from nmt.prepare import load_prepared

@@ -30,11 +30,12 @@ from nmt.distributed import Distributed, device_for
 from nmt.errors import NMTError
 from nmt.io import atomic_write_json, read_lines
 from nmt.loss import summed_loss
-from nmt.model.seq2seq import build_model, count_parameters
+from nmt.model import build_model, count_parameters, describe
 from nmt.optim import Schedule, build_optimizer
 from nmt.prepare import prepare
 from nmt.run_dir import claim_run_dir, record_command
 from nmt.runtime import keep_freed_memory, pick_device, seed_everything, set_threads, use_bf16
+from nmt.translate import alignment_heads
 from nmt.validate import DevSet, validate
 
 log = logging.getLogger(__name__)
@@ -139,8 +140,8 @@ def train(config: Config, command: str | None = None) -> Path:
     bf16 = use_bf16(training.bf16, device)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
     board = Board(run_dir / "tensorboard", enabled=distributed.is_main)
-    log.info("model: %s parameters, %s attention; %d training pairs; device %s%s, %d threads, "
-             "%d ranks", f"{count_parameters(model):,}", config.model.attention,
+    log.info("model: %s parameters, %s; %d training pairs; device %s%s, %d threads, "
+             "%d ranks", f"{count_parameters(model):,}", describe(config.model),
              len(train_examples), device, " (bf16 autocast)" if bf16 else "", threads,
              distributed.world_size)
 
@@ -174,7 +175,9 @@ def train(config: Config, command: str | None = None) -> Path:
             board.examples(progress.step, [dev.src_tokens[i] for i in shown],
                            [result.hypotheses[i] for i in shown], [dev.references[i] for i in shown],
                            [result.hypothesis_tokens[i] for i in shown],
-                           [result.attentions[i] for i in shown])
+                           [result.attentions[i] for i in shown],
+                           [_heads(model if average is None else average.model, dev, result, i,
+                                   device) for i in shown])
             log.info("step %d: dev loss %.3f, ppl %.1f, BLEU %.2f, chrF %.2f%s", progress.step,
                      result.loss, result.perplexity, result.bleu, result.chrf,
                      " (new best)" if improved else "")
@@ -263,7 +266,8 @@ def train(config: Config, command: str | None = None) -> Path:
     board.close()
     if distributed.is_main:
         atomic_write_json(run_dir / "train_summary.json", {
-            "name": config.name, "attention": config.model.attention,
+            "name": config.name, "architecture": config.model.architecture,
+            "attention": config.model.attention,
             "parameters": count_parameters(model), "step": progress.step, "epoch": progress.epoch,
             "train_seconds": round(progress.train_seconds, 1),
             "best_dev_bleu": progress.best_score if training.early_stopping_metric == "bleu" else None,
@@ -276,6 +280,14 @@ def train(config: Config, command: str | None = None) -> Path:
     del trained  # DDP holds the process group: let close() free both
     distributed.close()
     return run_dir
+
+
+def _heads(model, dev: DevSet, result, i: int, device: torch.device):
+    """Every head of the alignment layer for dev example i, for the TensorBoard grid."""
+    if result.attentions[i] is None or not len(result.attentions[i]):
+        return None
+    return alignment_heads(model, dev.examples[i].src, result.hypothesis_ids[i],
+                           len(result.attentions[i]), device)
 
 
 def _handle_non_finite(progress: Progress, training, loss: float) -> None:

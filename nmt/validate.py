@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import sacrebleu
 import torch
@@ -13,7 +13,6 @@ from nmt.data.batching import Example, collate, make_batches
 from nmt.data.tokenize import EnglishTokenizer
 from nmt.data.vocab import Vocab
 from nmt.loss import summed_loss
-from nmt.model.seq2seq import Seq2Seq
 from nmt.translate import translate_token_ids
 
 
@@ -33,10 +32,11 @@ class DevResult:
     hypotheses: list[str]
     attentions: list  # numpy (T, S) per sentence, or None without attention
     hypothesis_tokens: list[list[str]]
+    hypothesis_ids: list[list[int]] = field(default_factory=list)
 
 
 @torch.inference_mode()
-def dev_loss(model: Seq2Seq, examples: list[Example], batch_tokens: int,
+def dev_loss(model: torch.nn.Module, examples: list[Example], batch_tokens: int,
              device: torch.device) -> float:
     total, tokens = 0.0, 0
     for indices in make_batches(examples, batch_tokens, seed=0, epoch=0, shuffle=False):
@@ -46,7 +46,7 @@ def dev_loss(model: Seq2Seq, examples: list[Example], batch_tokens: int,
     return total / max(tokens, 1)
 
 
-def validate(model: Seq2Seq, dev: DevSet, tgt_vocab: Vocab, detokenizer: EnglishTokenizer,
+def validate(model: torch.nn.Module, dev: DevSet, tgt_vocab: Vocab, detokenizer: EnglishTokenizer,
              search: SearchConfig, batch_tokens: int, device: torch.device) -> DevResult:
     """Greedy decoding (beam 1) keeps validation quick; `make eval` uses the full beam."""
     was_training = model.training
@@ -65,4 +65,5 @@ def validate(model: Seq2Seq, dev: DevSet, tgt_vocab: Vocab, detokenizer: English
         hypotheses=texts,
         attentions=[h.attention for h in hypotheses],
         hypothesis_tokens=tokens,
+        hypothesis_ids=[h.tokens for h in hypotheses],
     )
