@@ -13,9 +13,11 @@ from pathlib import Path
 
 import yaml
 
+from nmt.model import attention_name
+
 log = logging.getLogger(__name__)
 
-COLUMNS = [("name", "run"), ("attention", "attention"), ("parameters", "params"),
+COLUMNS = [("name", "run"), ("architecture", "architecture"), ("attention", "attention"), ("parameters", "params"),
            ("step", "steps"), ("train_seconds", "train time"), ("dev_bleu", "dev BLEU"),
            ("test_bleu", "test BLEU"), ("chrf", "chrF")]
 
@@ -57,7 +59,9 @@ def _from_checkpoint(run: Path) -> dict:
             log.warning("%s: unreadable checkpoint (%s), ignored", path, error)
             continue
         metric = config.get("training", {}).get("early_stopping_metric", "bleu")
-        return {"attention": config.get("model", {}).get("attention"), "parameters": parameters,
+        model = config.get("model", {})
+        return {"architecture": model.get("architecture", "rnn"),
+                "attention": attention_name(model), "parameters": parameters,
                 "step": progress.get("step"), "train_seconds": progress.get("train_seconds"),
                 "dev_bleu": progress.get("best_score") if metric == "bleu" else None}
     return {}
@@ -75,14 +79,17 @@ def collect_runs(runs_dir: str | Path) -> list[dict]:
             continue
         row = {key: None for key, _ in COLUMNS} | {"name": run.name}
         if summary is not None:
-            row.update({"attention": summary.get("attention"), "parameters": summary.get("parameters"),
+            row.update({"architecture": summary.get("architecture", "rnn"),
+                        "attention": summary.get("attention"), "parameters": summary.get("parameters"),
                         "step": summary.get("step"), "train_seconds": summary.get("train_seconds"),
                         "dev_bleu": summary.get("best_dev_bleu")})
         else:
             row.update(_from_checkpoint(run))
         if row["attention"] is None and has_config:
             config = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")) or {}
-            row["attention"] = (config.get("model") or {}).get("attention")
+            model = config.get("model") or {}
+            row["architecture"] = model.get("architecture", "rnn")
+            row["attention"] = attention_name(model)
         if results is not None:
             split = results.get("split", "test")
             bleu = results.get("bleu")
@@ -113,7 +120,7 @@ def format_table(rows: list[dict]) -> str:
     widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
     lines = []
     for number, line in enumerate(cells):
-        parts = [c.ljust(w) if i < 2 or number == 0 else c.rjust(w)
+        parts = [c.ljust(w) if i < 3 or number == 0 else c.rjust(w)
                  for i, (c, w) in enumerate(zip(line, widths))]
         lines.append("  ".join(parts).rstrip())
         if number == 0:

@@ -30,7 +30,7 @@ from nmt.distributed import Distributed, device_for
 from nmt.errors import NMTError
 from nmt.io import atomic_write_json, read_lines
 from nmt.loss import summed_loss
-from nmt.model import build_model, count_parameters, describe
+from nmt.model import attention_name, build_model, count_parameters, describe
 from nmt.optim import Schedule, build_optimizer
 from nmt.prepare import prepare
 from nmt.run_dir import claim_run_dir, record_command
@@ -267,7 +267,7 @@ def train(config: Config, command: str | None = None) -> Path:
     if distributed.is_main:
         atomic_write_json(run_dir / "train_summary.json", {
             "name": config.name, "architecture": config.model.architecture,
-            "attention": config.model.attention,
+            "attention": attention_name(asdict(config.model)),
             "parameters": count_parameters(model), "step": progress.step, "epoch": progress.epoch,
             "train_seconds": round(progress.train_seconds, 1),
             "best_dev_bleu": progress.best_score if training.early_stopping_metric == "bleu" else None,

@@ -28,6 +28,14 @@ def has_alignment(config: ModelConfig) -> bool:
     return config.architecture == "transformer" or config.attention != "none"
 
 
+def attention_name(model: dict) -> str | None:
+    """The attention column of the results table, from a saved config's model section (a run
+    made before model.architecture existed is recurrent)."""
+    if model.get("architecture", "rnn") == "transformer":
+        return f"{model.get('heads')}-head"
+    return model.get("attention")
+
+
 def describe(config: ModelConfig) -> str:
     """The family and its shape in a few words, for logs and benchmark output."""
     if config.architecture == "transformer":
@@ -41,4 +49,4 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-__all__ = ["build_model", "count_parameters", "describe", "has_alignment"]
+__all__ = ["attention_name", "build_model", "count_parameters", "describe", "has_alignment"]
