@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from dataclasses import replace
 
 import numpy as np
@@ -16,7 +17,9 @@ from nmt.data.batching import Example, collate
 from nmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from nmt.errors import NMTError
 from nmt.model import build_model, has_alignment
+from nmt.evaluate import evaluate
 from nmt.search import beam_search, greedy_search, replace_unknowns
+from nmt.streaming import translate_stream
 from nmt.train import train
 from nmt.translate import Translator
 from random_checkpoint import single_thread, write_random_checkpoint
@@ -227,6 +230,9 @@ def test_transformer_training_resumes_exactly_and_translates(smoke_config, tmp_p
     # every head of the alignment layer: the smoke Transformer has 2; they average to the alignment
     assert translation.heads.shape == (2, *translation.attention.shape)
     np.testing.assert_allclose(translation.heads.mean(axis=0), translation.attention, atol=1e-5)
+    translate_stream(translator, ["汤姆喜欢猫。"], io.StringIO(), 8, tmp_path / "plots")
+    assert {p.name for p in (tmp_path / "plots").iterdir()} == {"0001.json", "0001.png",
+                                                                 "0001.heads.png"}
     events = EventAccumulator(str(run_dir / "tensorboard"), size_guidance={"images": 0}).Reload()
     images = events.Tags()["images"]
     assert any(t.startswith("attention/") for t in images)
@@ -242,6 +248,8 @@ def test_a_checkpoint_of_the_other_family_is_a_clear_error(smoke_config, tmp_pat
     with pytest.raises(NMTError, match="architecture = rnn.*architecture = transformer"):
         Translator.from_checkpoint(rnn_path, architecture="transformer")
     assert Translator.from_checkpoint(path, architecture="transformer").model.heads == 2
+    with pytest.raises(NMTError, match="architecture = transformer.*architecture = rnn"):
+        evaluate(smoke_config, path)  # evaluate --checkpoint with the other family's config
 
 
 @pytest.mark.parametrize("model,message", [
