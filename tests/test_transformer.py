@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -216,6 +217,8 @@ def test_transformer_training_resumes_exactly_and_translates(smoke_config, tmp_p
     resumed = torch.load(path, map_location="cpu", weights_only=True)
     assert resumed["progress"]["step"] == 12
     assert resumed["config"]["model"]["architecture"] == "transformer"
+    summary = json.loads((run_dir / "train_summary.json").read_text())
+    assert (summary["architecture"], summary["attention"]) == ("transformer", "2-head")
     assert uninterrupted["model"].keys() == resumed["model"].keys()
     for name, tensor in uninterrupted["model"].items():
         torch.testing.assert_close(resumed["model"][name], tensor, rtol=0, atol=0, msg=name)
