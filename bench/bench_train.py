@@ -3,10 +3,10 @@
     python bench/bench_train.py configs/tatoeba.yaml [--steps 30] [overrides ...]
     python bench/bench_train.py configs/tatoeba.yaml --also configs/transformer.yaml  # both families
 
-Prints, per config, target tokens/s of full training steps (forward, backward, clipping, Adam), the FLOPs of a
-step as torch's FlopCounterMode counts them, the machine's matmul GFLOP/s (float32, or bfloat16
-when training.bf16 is on), and their ratio: the model FLOPs utilisation. A benchmark prints
-figures; it asserts nothing.
+Prints, per config, target tokens/s of full training steps (forward, backward, clipping, Adam),
+the FLOPs of a step as torch's FlopCounterMode counts them, the machine's matmul GFLOP/s in the
+dtype that config trains in (float32, or bfloat16 when training.bf16 is on), and their ratio: the
+model FLOPs utilisation. A benchmark prints figures; it asserts nothing.
 """
 
 import argparse
