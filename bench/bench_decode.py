@@ -2,6 +2,7 @@
 
     python bench/bench_decode.py configs/tatoeba.yaml [overrides] [--checkpoint PATH]
                                  [--beam 5] [--batch 64] [--random-init] [--repeat 1]
+    python bench/bench_decode.py configs/tatoeba.yaml --also configs/transformer.yaml  # both
 
 For scale: Joey NMT 2.3 decodes this corpus's 1,503 test sentences with beam 5, batch 64, in
 about 42 s on a 2-core CPU: ~36 sentences/s. The target here is at least 3x that.
@@ -36,7 +37,7 @@ from nmt.config import load_config
 from nmt.data.vocab import EOS_ID, Vocab
 from nmt.errors import NMTError
 from nmt.io import read_lines
-from nmt.model.seq2seq import build_model, count_parameters
+from nmt.model import build_model, count_parameters, describe
 from nmt.prepare import load_prepared
 from nmt.runtime import set_threads
 from nmt.translate import Translator, decode_ids, find_checkpoint
@@ -96,6 +97,16 @@ class SteeredLength(torch.nn.Module):
 
 
 def main(args: argparse.Namespace) -> None:
+    # Overrides written after --also land in it: they are the ones with a '='.
+    args.overrides += [a for a in args.also if "=" in a]
+    others = [a for a in args.also if "=" not in a]
+    measure(args)
+    for path in others:  # each with its own run's checkpoint, or a random-init stand-in
+        print()
+        measure(argparse.Namespace(**{**vars(args), "config": path, "checkpoint": None}))
+
+
+def measure(args: argparse.Namespace) -> None:
     config = load_config(args.config, args.overrides)
     threads = set_threads(config.training.threads)
     translator, source = make_translator(args, config)
@@ -133,7 +144,7 @@ def main(args: argparse.Namespace) -> None:
           f"(OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}), device {translator.device}; "
           f"python {sys.version.split()[0]}")
     print(f"model       {source}: {count_parameters(model) / 1e6:.1f}M parameters, "
-          f"{model.config.attention} attention, vocab {len(translator.src_vocab)} / "
+          f"{describe(model.config)}, vocab {len(translator.src_vocab)} / "
           f"{len(translator.tgt_vocab)}")
     print(f"decoding    {n} test sentences, beam {search.beam_size}, batch {search.batch_size}, "
           f"alpha {search.length_penalty}; {ended} ended with </s>, "
@@ -152,6 +163,10 @@ if __name__ == "__main__":
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     config_arguments(parser)
     parser.add_argument("--checkpoint", help="a checkpoint file (default: the run's best.pt)")
+    parser.add_argument("--also", nargs="+", default=[], metavar="CONFIG",
+                        help="more experiment YAMLs measured in the same run with the same "
+                             "overrides and options (each with its own run's checkpoint), e.g. "
+                             "configs/transformer.yaml beside configs/tatoeba.yaml")
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--limit", type=int, default=None, help="only the first N test sentences")

@@ -1,11 +1,12 @@
 """Training throughput on real batches, beside the machine's matmul speed in the same run.
 
     python bench/bench_train.py configs/tatoeba.yaml [--steps 30] [overrides ...]
+    python bench/bench_train.py configs/tatoeba.yaml --also configs/transformer.yaml  # both families
 
-Prints target tokens/s of full training steps (forward, backward, clipping, Adam), the FLOPs of a
-step as torch's FlopCounterMode counts them, the machine's matmul GFLOP/s (float32, or bfloat16
-when training.bf16 is on), and their ratio: the model FLOPs utilisation. A benchmark prints
-figures; it asserts nothing.
+Prints, per config, target tokens/s of full training steps (forward, backward, clipping, Adam),
+the FLOPs of a step as torch's FlopCounterMode counts them, the machine's matmul GFLOP/s in the
+dtype that config trains in (float32, or bfloat16 when training.bf16 is on), and their ratio: the
+model FLOPs utilisation. A benchmark prints figures; it asserts nothing.
 """
 
 import argparse
@@ -18,7 +19,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from nmt.config import load_config
 from nmt.data.batching import collate, load_examples, make_batches
 from nmt.data.vocab import Vocab
-from nmt.model.seq2seq import build_model, count_parameters
+from nmt.model import build_model, count_parameters, describe
 from nmt.optim import build_optimizer
 from nmt.prepare import load_prepared
 from nmt.runtime import keep_freed_memory, seed_everything, set_threads, use_bf16
@@ -35,18 +36,10 @@ def matmul_gflops(dtype: torch.dtype, size: int = 1024, repeats: int = 20) -> fl
     return 2 * size**3 * repeats / (time.perf_counter() - start) / 1e9
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("config")
-    parser.add_argument("overrides", nargs="*")
-    parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--no-allocator-tweak", action="store_true",
-                        help="leave glibc's malloc settings alone, to measure what the tweak buys")
-    args = parser.parse_args()
-
-    config = load_config(args.config, args.overrides)
-    if not args.no_allocator_tweak:
+def measure(config_path: str, overrides: list[str], steps: int, allocator_tweak: bool) -> dict:
+    """Tokens/s of `steps` training steps after 3 warm-up ones, and FLOPs per target token."""
+    config = load_config(config_path, overrides)
+    if allocator_tweak:
         keep_freed_memory()
     threads = set_threads(config.training.threads)
     seed_everything(config.seed)
@@ -71,7 +64,7 @@ def main() -> None:
 
     for indices in batches[:3]:  # warm-up
         step(indices)
-    measured = batches[3 : 3 + args.steps]
+    measured = batches[3 : 3 + steps]
     tokens, start = 0, time.perf_counter()
     for indices in measured:
         tokens += step(indices)
@@ -80,23 +73,55 @@ def main() -> None:
     counter = FlopCounterMode(display=False)
     with counter:
         flop_tokens = step(measured[0])
-    flops_per_token = counter.get_total_flops() / flop_tokens
-    matmul_dtype, dtype_name = (torch.bfloat16, "bfloat16") if bf16 else (torch.float32, "float32")
-    peak = matmul_gflops(matmul_dtype)
-    throughput = tokens / seconds
-    achieved = throughput * flops_per_token / 1e9
+    return {"config": config, "threads": threads, "bf16": bf16, "steps": len(measured),
+            "tokens": tokens, "seconds": seconds, "parameters": count_parameters(model),
+            "flops_per_token": counter.get_total_flops() / flop_tokens}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config")
+    parser.add_argument("overrides", nargs="*")
+    parser.add_argument("--also", nargs="+", default=[], metavar="CONFIG",
+                        help="more experiment YAMLs measured in the same run with the same "
+                             "overrides, e.g. configs/transformer.yaml beside configs/tatoeba.yaml")
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--no-allocator-tweak", action="store_true",
+                        help="leave glibc's malloc settings alone, to measure what the tweak buys")
+    args = parser.parse_intermixed_args()
+    # Overrides written after --also land in it: they are the ones with a '='.
+    args.overrides += [a for a in args.also if "=" in a]
+    paths = [args.config] + [a for a in args.also if "=" not in a]
+
+    results = [measure(path, args.overrides, args.steps, not args.no_allocator_tweak)
+               for path in paths]
+    peaks = {}  # the matmul speed in each dtype a model trains in, measured once
+    for result in results:
+        dtype = torch.bfloat16 if result["bf16"] else torch.float32
+        if dtype not in peaks:
+            peaks[dtype] = matmul_gflops(dtype)
 
     print(f"machine: {cpu_model()}, {os.cpu_count()} cores, torch {torch.__version__}, "
-          f"{threads} threads")
-    print(f"config: {args.config} {' '.join(args.overrides)} | {count_parameters(model):,} "
-          f"parameters, {config.model.attention} attention, batch_tokens "
-          f"{config.training.batch_tokens}, bf16 autocast {'on' if bf16 else 'off'}, "
-          f"allocator tweak {'off' if args.no_allocator_tweak else 'on'}")
-    print(f"training: {len(measured)} steps, {tokens} target tokens in {seconds:.1f} s "
-          f"= {throughput:.0f} target tokens/s ({seconds / len(measured) * 1000:.0f} ms/step)")
-    print(f"model: {flops_per_token / 1e6:.1f} MFLOP per target token (forward + backward)")
-    print(f"matmul: {peak:.1f} GFLOP/s ({dtype_name}, 1024x1024, same threads)")
-    print(f"utilisation: {achieved:.1f} GFLOP/s achieved = {100 * achieved / peak:.0f}% of matmul speed")
+          f"{results[0]['threads']} threads, allocator tweak "
+          f"{'off' if args.no_allocator_tweak else 'on'}")
+    for dtype, peak in peaks.items():
+        print(f"matmul: {peak:.1f} GFLOP/s ({'bfloat16' if dtype == torch.bfloat16 else 'float32'}, "
+              f"1024x1024, same threads)")
+    for path, result in zip(paths, results):
+        config, seconds, steps = result["config"], result["seconds"], result["steps"]
+        throughput = result["tokens"] / seconds
+        achieved = throughput * result["flops_per_token"] / 1e9
+        peak = peaks[torch.bfloat16 if result["bf16"] else torch.float32]
+        print(f"\n{path} {' '.join(args.overrides)}: {describe(config.model)}, "
+              f"{result['parameters']:,} parameters, batch_tokens {config.training.batch_tokens}, "
+              f"bf16 autocast {'on' if result['bf16'] else 'off'}")
+        print(f"  training: {steps} steps, {result['tokens']} target tokens in {seconds:.1f} s "
+              f"= {throughput:.0f} target tokens/s ({seconds / steps * 1000:.0f} ms/step)")
+        print(f"  model: {result['flops_per_token'] / 1e6:.1f} MFLOP per target token "
+              f"(forward + backward)")
+        print(f"  utilisation: {achieved:.1f} GFLOP/s achieved = {100 * achieved / peak:.0f}% of "
+              f"matmul speed")
 
 
 if __name__ == "__main__":

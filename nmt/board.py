@@ -19,11 +19,13 @@ class Board:
                 self.writer.add_scalar(f"{prefix}/{name}", value, step)
 
     def examples(self, step: int, sources: list[list[str]], hypotheses: list[str],
-                 references: list[str], hypothesis_tokens: list[list[str]], attentions: list) -> None:
-        """Each example's translation as text and, with attention, its heatmap as an image."""
+                 references: list[str], hypothesis_tokens: list[list[str]], attentions: list,
+                 heads: list | None = None) -> None:
+        """Each example's translation as text and, with attention, its heatmap as an image;
+        with `heads` (per example (H, T, S) or None) also a grid of every head."""
         if not self.writer:
             return
-        from nmt.plot import attention_figure, figure_to_array
+        from nmt.plot import attention_figure, figure_to_array, heads_figure
 
         for i, (src, hyp, ref) in enumerate(zip(sources, hypotheses, references)):
             text = f"**source:** {' '.join(src)}  \n**output:** {hyp}  \n**reference:** {ref}"
@@ -34,6 +36,10 @@ class Board:
                 figure = attention_figure(weights, src, labels)
                 self.writer.add_image(f"attention/{i}", figure_to_array(figure), step,
                                       dataformats="HWC")
+                if heads is not None and heads[i] is not None:
+                    grid = heads_figure(heads[i], src, labels)
+                    self.writer.add_image(f"attention_heads/{i}", figure_to_array(grid), step,
+                                          dataformats="HWC")
 
     def flush(self) -> None:
         if self.writer:

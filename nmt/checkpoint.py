@@ -27,12 +27,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
 from nmt.config import Config, build_config
 from nmt.data.vocab import Vocab
 from nmt.errors import NMTError
 from nmt.io import atomic_write
-from nmt.model.seq2seq import Seq2Seq, build_model
+from nmt.model import build_model
 
 FORMAT = 1
 STEP_PATTERN = "step_*.pt"
@@ -94,10 +95,18 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     return checkpoint
 
 
-def model_from_checkpoint(checkpoint: dict[str, Any], source: str = "checkpoint"
-                          ) -> tuple[Seq2Seq, Config, Vocab, Vocab]:
-    """Rebuild the trained model, its config and vocabularies; the model is in eval mode."""
+def model_from_checkpoint(checkpoint: dict[str, Any], source: str = "checkpoint",
+                          architecture: str | None = None) -> tuple[nn.Module, Config, Vocab, Vocab]:
+    """Rebuild the trained model, its config and vocabularies; the model is in eval mode.
+
+    `architecture`: the model family the caller's config names; a checkpoint of the other
+    family is an NMTError naming both (the checkpoint's own config builds the model)."""
     config = build_config(checkpoint["config"], source=source)
+    if architecture is not None and architecture != config.model.architecture:
+        raise NMTError(
+            f"{source} holds a model.architecture = {config.model.architecture} model, but the "
+            f"config names model.architecture = {architecture}: pass the config this checkpoint "
+            f"was trained with, or a checkpoint whose model.architecture is {architecture}")
     src_vocab, tgt_vocab = Vocab(checkpoint["src_vocab"]), Vocab(checkpoint["tgt_vocab"])
     model = build_model(config.model, len(src_vocab), len(tgt_vocab))
     try:

@@ -67,12 +67,19 @@ class DataConfig:
 
 @dataclass
 class ModelConfig:
-    """The seq2seq model: BiRNN encoder, attention, RNN decoder with a deep output layer."""
+    """The model: a recurrent seq2seq (BiRNN encoder, attention, RNN decoder with a deep output
+    layer) or a Transformer. Keys that do not apply to the chosen family are ignored: the RNN
+    reads the keys up to `dropout`, the Transformer reads those from `architecture` on, plus
+    encoder_layers, tie_embeddings and dropout (the attention keys above do not apply to it:
+    its attention is always scaled dot-product over several heads)."""
 
+    # rnn: the recurrent seq2seq below; transformer: self- and cross-attention layers (Vaswani
+    # et al., 2017), keys from `decoder_layers` on
+    architecture: Literal["rnn", "transformer"] = "rnn"
     rnn: Literal["gru", "lstm"] = "gru"
     embed_size: int = field(default=256, metadata=positive)
     encoder_hidden: int = field(default=256, metadata=positive)  # per direction
-    encoder_layers: int = field(default=1, metadata=positive)
+    encoder_layers: int = field(default=1, metadata=positive)  # BiRNN or Transformer layers
     decoder_hidden: int = field(default=512, metadata=positive)
     # F(s_{i-1}, h_j): additive (Bahdanau), dot, general (Luong), scaled_dot, or none (fixed context)
     attention: Literal["additive", "dot", "general", "scaled_dot", "none"] = "additive"
@@ -83,7 +90,20 @@ class ModelConfig:
     readout_size: int = field(default=256, metadata=positive)  # deep output layer before the softmax
     input_feeding: bool = True  # feed the previous readout into the next decoder step
     tie_embeddings: bool = False  # share target embeddings with the output layer
-    dropout: float = field(default=0.2, metadata=probability)
+    dropout: float = field(default=0.2, metadata=probability)  # Transformer: embeddings, residuals
+    # Transformer only (the RNN ignores these):
+    decoder_layers: int = field(default=1, metadata=positive)
+    d_model: int = field(default=256, metadata=positive)  # width of embeddings and every layer
+    heads: int = field(default=4, metadata=positive)  # attention heads; d_model / heads each
+    ff_size: int = field(default=1024, metadata=positive)  # the feed-forward sublayer's inner width
+    attention_dropout: float = field(default=0.1, metadata=probability)  # on attention weights
+    activation_dropout: float = field(default=0.1, metadata=probability)  # inside feed-forward
+    norm: Literal["pre", "post"] = "pre"  # LayerNorm before each sublayer (stable) or after
+    positions: Literal["sinusoidal", "learned"] = "sinusoidal"
+    max_positions: int = field(default=512, metadata=positive)  # learned positions: table size
+    # The decoder layer whose cross-attention (heads averaged) is the alignment that plots,
+    # <unk> replacement and the alignment tool read: -1 = the last, 0 = the first
+    alignment_layer: int = -1
 
 
 @dataclass
@@ -98,6 +118,9 @@ class TrainingConfig:
     batch_tokens: int = field(default=2000, metadata=positive)  # target tokens per batch (global)
     max_length: int = field(default=50, metadata=positive)  # drop longer training pairs (tokens)
     optimizer: Literal["adam", "adamw"] = "adam"
+    # Adam's (beta1, beta2); Transformers usually train with [0.9, 0.98] (Vaswani et al., 2017)
+    adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.999], metadata=_check(
+        lambda v: len(v) == 2 and all(0 <= b < 1 for b in v), "two numbers in [0, 1), e.g. [0.9, 0.98]"))
     lr: float = field(default=1e-3, metadata=positive)
     weight_decay: float = field(default=0.0, metadata=non_negative)
     schedule: Literal["constant", "plateau", "warmup_decay"] = "plateau"
@@ -239,6 +262,14 @@ def build_config(raw: dict, source: str = "<config>") -> Config:
 def _check_together(config: Config, source: str) -> None:
     """Rules that involve more than one key."""
     model, data = config.model, config.data
+    if data.min_length > data.max_length:
+        raise NMTError(f"{source}: data.min_length must be <= data.max_length")
+    if config.eval.average and config.eval.ensemble:
+        raise NMTError(f"{source}: eval.average and eval.ensemble are both set; choose one "
+                       f"(an averaged checkpoint file can be one of the ensemble's members)")
+    if model.architecture == "transformer":
+        _check_transformer(model, source)
+        return
     if model.attention in ("dot", "scaled_dot") and model.decoder_hidden != 2 * model.encoder_hidden:
         raise NMTError(
             f"{source}: model.attention = {model.attention} compares decoder and encoder states "
@@ -250,11 +281,19 @@ def _check_together(config: Config, source: str) -> None:
             f"{source}: model.tie_embeddings needs model.embed_size ({model.embed_size}) "
             f"== model.readout_size ({model.readout_size})"
         )
-    if data.min_length > data.max_length:
-        raise NMTError(f"{source}: data.min_length must be <= data.max_length")
-    if config.eval.average and config.eval.ensemble:
-        raise NMTError(f"{source}: eval.average and eval.ensemble are both set; choose one "
-                       f"(an averaged checkpoint file can be one of the ensemble's members)")
+
+
+def _check_transformer(model: ModelConfig, source: str) -> None:
+    if model.d_model % model.heads:
+        raise NMTError(f"{source}: model.d_model ({model.d_model}) must be a multiple of "
+                       f"model.heads ({model.heads}): each head gets d_model / heads dimensions")
+    if model.positions == "sinusoidal" and model.d_model % 2:
+        raise NMTError(f"{source}: model.d_model ({model.d_model}) must be even for "
+                       f"model.positions = sinusoidal (sine and cosine pairs)")
+    if not -model.decoder_layers <= model.alignment_layer < model.decoder_layers:
+        raise NMTError(f"{source}: model.alignment_layer = {model.alignment_layer} names no layer "
+                       f"of the {model.decoder_layers} decoder layers; use 0..{model.decoder_layers - 1}"
+                       f" or -1 for the last")
 
 
 def _apply_override(raw: dict, override: str, path: Path) -> None:
@@ -310,9 +349,12 @@ def _coerce(value: Any, kind: Any, f: dataclasses.Field, source: str, key: str) 
         return value
     if origin is list:
         if not isinstance(value, list):
-            raise NMTError(f"{source}: {key} = {value!r} must be a list")
+            raise NMTError(f"{source}: {key} = {value!r} must be a list, e.g. [0.9, 0.98]")
         value = [_coerce(item, args[0], dataclasses.field(), source, f"{key}[{i}]")
                  for i, item in enumerate(value)]
+        check = f.metadata.get("check")
+        if check and not check(value):
+            raise NMTError(f"{source}: {key} = {value!r} is not allowed; use {f.metadata['allowed']}")
         return value
     if kind is float and isinstance(value, str):
         value = _float_or_text(value)  # YAML 1.1 reads 3e-4 (no dot) as text, not a number

@@ -51,7 +51,8 @@ def evaluate(config: Config, checkpoint: str | Path | list | None = None, prepar
     paths, label = _checkpoints_and_label(config, checkpoint, label)
     path = paths[0]
     translator = Translator.from_checkpoints(paths, search=config.search,
-                                             device=config.training.device)
+                                             device=config.training.device,
+                                             architecture=config.model.architecture)
     for member in paths:  # an ensemble's members were checked against the first one
         _check_same_data(config, translator.config, member)
     if prepared is None:

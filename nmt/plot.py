@@ -125,6 +125,49 @@ def attention_figure(weights, src_tokens: list[str], tgt_tokens: list[str],
     return figure
 
 
+def heads_figure(weights, src_tokens: list[str], tgt_tokens: list[str],
+                 title: str | None = None) -> Figure:
+    """A grid of heatmaps, one per attention head: weights (heads, T, S), e.g. one Transformer
+    layer's cross-attention. Every panel shares one colour scale, 0 to 1, shown once."""
+    weights = np.asarray(weights.detach().float().cpu() if hasattr(weights, "detach") else weights,
+                         dtype=np.float32)  # (H, T, S)
+    if weights.ndim != 3 or weights.shape[1:] != (len(tgt_tokens), len(src_tokens)):
+        raise ValueError(f"attention weights {weights.shape} do not match (heads, "
+                         f"{len(tgt_tokens)} target, {len(src_tokens)} source tokens)")
+    heads, rows, cols = weights.shape
+    columns = min(heads, 4)
+    grid_rows = -(-heads // columns)
+    src_labels, tgt_labels = _short(src_tokens), _short(tgt_tokens)
+    longest_src = max((len(t) for t in src_labels), default=1)
+    longest_tgt = max((len(t) for t in tgt_labels), default=1)
+    panel_width = min(max(1.2 + 0.35 * cols + 0.08 * longest_tgt, 2.5), 10.0)
+    panel_height = min(max(1.2 + 0.25 * rows + 0.1 * longest_src, 2.2), 10.0)
+    figure = Figure(figsize=(min(panel_width * columns + 1.0, 40.0),
+                             min(panel_height * grid_rows + (0.6 if title else 0.0), 40.0)),
+                    dpi=100, layout="constrained")
+    FigureCanvasAgg(figure)
+    font = font_manager.FontProperties(family=label_families(), size=9)
+    axes = figure.subplots(grid_rows, columns, squeeze=False)
+    image = None
+    for head, ax in enumerate(axes.flat):
+        if head >= heads:
+            ax.set_axis_off()
+            continue
+        image = ax.imshow(weights[head], cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto",
+                          interpolation="nearest")
+        ax.set_xticks(range(cols))
+        ax.set_xticklabels(src_labels, fontproperties=font, rotation=90)
+        ax.set_yticks(range(rows))
+        ax.set_yticklabels(tgt_labels, fontproperties=font)
+        ax.xaxis.tick_top()
+        ax.set_xlabel(f"head {head + 1}", fontproperties=font)
+    if title:
+        figure.suptitle(title, fontproperties=font_manager.FontProperties(family=label_families(),
+                                                                          size=11))
+    figure.colorbar(image, ax=axes, fraction=0.03, pad=0.02)
+    return figure
+
+
 def _short(tokens: list[str], limit: int = 14) -> list[str]:
     """Labels no longer than `limit` characters: a 40-letter token must not squash the plot."""
     return [token if len(token) <= limit else token[: limit - 1] + "…" for token in tokens]

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import yaml
 
+from nmt.model import attention_name
+
 log = logging.getLogger(__name__)
 
 COLUMNS = [("name", "run"), ("architecture", "architecture"), ("attention", "attention"),
@@ -94,7 +96,7 @@ def _describe(row: dict, summary: dict | None, config: dict | None) -> None:
     known = summary is not None or config is not None
     row["architecture"] = ((summary or {}).get("architecture") or model.get("architecture")
                            or ("rnn" if known else None))
-    row["attention"] = (summary or {}).get("attention") or model.get("attention")
+    row["attention"] = (summary or {}).get("attention") or attention_name(model)
     if row["architecture"] == "rnn":  # the query order is a property of the RNN decoder
         row["query"] = model.get("attention_query") or ("previous" if config else None)
     row["subword"] = data.get("subword") or ("none" if config else None)

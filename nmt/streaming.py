@@ -55,8 +55,9 @@ def translate_stream(translator: Translator, lines: Iterable[str], out: TextIO, 
 
 
 def write_attention(folder: Path, number: int, line: str, translation: Translation) -> None:
-    """NNNN.json (tokens and weights) and NNNN.png (the heatmap) for one translated line."""
-    from nmt.plot import attention_figure, figure_to_png_bytes
+    """NNNN.json (tokens and weights) and NNNN.png (the heatmap) for one translated line; for a
+    model with several heads also NNNN.heads.png, a grid of every head of the alignment layer."""
+    from nmt.plot import attention_figure, figure_to_png_bytes, heads_figure
 
     labels = translation.attention_labels()
     weights = np.round(translation.attention.astype(np.float64), 4)  # (T, S)
@@ -69,6 +70,10 @@ def write_attention(folder: Path, number: int, line: str, translation: Translati
     png = figure_to_png_bytes(attention_figure(translation.attention, translation.src_tokens,
                                                labels, title=line[:60]))
     atomic_write(stem.with_suffix(".png"), lambda tmp: tmp.write_bytes(png))
+    if translation.heads is not None:
+        grid = figure_to_png_bytes(heads_figure(translation.heads, translation.src_tokens, labels,
+                                                title=line[:60]))
+        atomic_write(stem.with_suffix(".heads.png"), lambda tmp: tmp.write_bytes(grid))
 
 
 def interactive(translator: Translator, out: TextIO = sys.stdout) -> None:

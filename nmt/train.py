@@ -15,6 +15,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
@@ -25,18 +26,19 @@ from nmt.checkpoint import (keep_step_checkpoint, load_checkpoint, rng_state, sa
                             set_rng_state)
 from nmt.config import Config
 from nmt.data.batching import collate, load_examples, make_batches
-from nmt.data.subword import load_models
+from nmt.data.subword import load_models, merge_attention
 from nmt.data.tokenize import make_tokenizers
 from nmt.data.vocab import Vocab
 from nmt.distributed import Distributed, device_for
 from nmt.errors import NMTError
 from nmt.io import atomic_write_json, read_lines
 from nmt.loss import summed_loss
-from nmt.model.seq2seq import build_model, count_parameters
+from nmt.model import attention_name, build_model, count_parameters, describe
 from nmt.optim import Schedule, build_optimizer
 from nmt.prepare import prepare
 from nmt.run_dir import claim_run_dir, record_command
 from nmt.runtime import keep_freed_memory, pick_device, seed_everything, set_threads, use_bf16
+from nmt.translate import alignment_heads
 from nmt.validate import DevSet, validate
 from nmt.word_dropout import word_dropout
 
@@ -147,8 +149,8 @@ def train(config: Config, command: str | None = None) -> Path:
     bf16 = use_bf16(training.bf16, device)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
     board = Board(run_dir / "tensorboard", enabled=distributed.is_main)
-    log.info("model: %s parameters, %s attention; %d training pairs; device %s%s, %d threads, "
-             "%d ranks", f"{count_parameters(model):,}", config.model.attention,
+    log.info("model: %s parameters, %s; %d training pairs; device %s%s, %d threads, "
+             "%d ranks", f"{count_parameters(model):,}", describe(config.model),
              len(train_examples), device, " (bf16 autocast)" if bf16 else "", threads,
              distributed.world_size)
 
@@ -190,7 +192,9 @@ def train(config: Config, command: str | None = None) -> Path:
             board.examples(progress.step, [result.source_tokens[i] for i in shown],
                            [result.hypotheses[i] for i in shown], [dev.references[i] for i in shown],
                            [result.hypothesis_tokens[i] for i in shown],
-                           [result.attentions[i] for i in shown])
+                           [result.attentions[i] for i in shown],
+                           [_heads(model if average is None else average.model, dev, result, i,
+                                   device, tgt_vocab) for i in shown])
             log.info("step %d (%.1f min, %.1f CPU min): dev loss %.3f, ppl %.1f, BLEU %.2f, "
                      "chrF %.2f%s", progress.step, progress.train_seconds / 60,
                      progress.cpu_seconds / 60, result.loss, result.perplexity, result.bleu,
@@ -284,7 +288,8 @@ def train(config: Config, command: str | None = None) -> Path:
     board.close()
     if distributed.is_main:
         atomic_write_json(run_dir / "train_summary.json", {
-            "name": config.name, "attention": config.model.attention,
+            "name": config.name, "architecture": config.model.architecture,
+            "attention": attention_name(asdict(config.model)),
             "parameters": count_parameters(model), "step": progress.step, "epoch": progress.epoch,
             "train_seconds": round(progress.train_seconds, 1),
             "cpu_seconds": round(progress.cpu_seconds, 3), "threads": threads,
@@ -298,6 +303,20 @@ def train(config: Config, command: str | None = None) -> Path:
     del trained  # DDP holds the process group: let close() free both
     distributed.close()
     return run_dir
+
+
+def _heads(model, dev: DevSet, result, i: int, device: torch.device, tgt_vocab: Vocab):
+    """Every head of the alignment layer for dev example i, for the TensorBoard grid: rows and
+    columns as in its (word-level) attention."""
+    rows = 0 if result.attentions[i] is None else len(result.attentions[i])
+    if not rows:
+        return None
+    ids = result.hypothesis_ids[i]
+    heads = alignment_heads(model, dev.examples[i].src, ids, len(ids) + 1, device)  # (H, T+1, S)
+    if heads is not None and dev.subword:  # pieces → whole words, as the attention shown
+        pieces = tgt_vocab.decode(ids)
+        heads = np.stack([merge_attention(head, pieces, dev.src_tokens[i]) for head in heads])
+    return None if heads is None else heads[:, :rows]  # no </s> row when the output had none
 
 
 def _handle_non_finite(progress: Progress, training, loss: float) -> None:

@@ -30,14 +30,16 @@ from nmt.data.subword import (
     SubwordSegmenter,
     Subwords,
     load_models,
+    merge_attention,
     merge_pieces,
     source_word_of_pieces,
     to_words,
 )
 from nmt.data.tokenize import make_tokenizers
-from nmt.data.vocab import PAD_ID, Vocab
+from nmt.data.vocab import BOS_ID, PAD_ID, Vocab
 from nmt.errors import NMTError
 from nmt.hypothesis import Hypothesis
+from nmt.model import has_alignment
 from nmt.runtime import pick_device
 from nmt.search import replace_unknowns, search
 
@@ -58,6 +60,9 @@ class Translation:
     attention: np.ndarray | None
     score: float  # length-normalized log-probability; 0.0 for an empty line
     n_best: list[tuple[str, float]] = field(default_factory=list)  # (text, score), best first
+    # (heads, T, S): every head of the alignment layer, rows as in `attention` (a Transformer's
+    # heads average to `attention`); only when attention is kept and the model has several heads.
+    heads: np.ndarray | None = None
 
     def attention_labels(self) -> list[str]:
         """Labels for the rows of `attention`: the tokens, and </s> when it has a row."""
@@ -127,7 +132,7 @@ class Translator:
         self.search = search or config.search
         self.device = torch.device(device) if device is not None else next(model.parameters()).device
         self.keep_attention = keep_attention
-        if self.search.replace_unk and config.model.attention == "none":
+        if self.search.replace_unk and not has_alignment(config.model):
             raise NMTError("search.replace_unk needs attention weights, but this model has "
                            "model.attention = none; set search.replace_unk=false")
         self.segmenter, self.detokenizer = make_tokenizers(config.data)
@@ -142,14 +147,17 @@ class Translator:
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, search: SearchConfig | None = None,
-                        device: str = "auto", keep_attention: bool = False) -> Translator:
+                        device: str = "auto", keep_attention: bool = False,
+                        architecture: str | None = None) -> Translator:
         """Load a checkpoint; a missing, corrupt or incompatible one is an NMTError.
-        `device`: auto (CUDA when there is one), cpu or cuda."""
+        `device`: auto (CUDA when there is one), cpu or cuda. `architecture`: the model family
+        the caller's config names; a checkpoint of the other family is an NMTError."""
         from nmt.checkpoint import load_checkpoint, model_from_checkpoint
 
         checkpoint = load_checkpoint(path)
         try:
-            model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, source=str(path))
+            model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, str(path),
+                                                                        architecture)
         except (KeyError, TypeError, ValueError) as error:
             raise NMTError(f"{path}: incompatible checkpoint ({type(error).__name__}: {error}); "
                            f"use a checkpoint written by this project's training") from None
@@ -163,17 +171,18 @@ class Translator:
 
     @classmethod
     def from_checkpoints(cls, paths: list[str | Path], search: SearchConfig | None = None,
-                         device: str = "auto", keep_attention: bool = False) -> Translator:
+                         device: str = "auto", keep_attention: bool = False,
+                         architecture: str | None = None) -> Translator:
         """One checkpoint, or several decoding as an ensemble (nmt/ensemble.py); the first
         one's config fixes the segmentation and its progress is reported."""
         from nmt.ensemble import load_ensemble
 
         if len(paths) == 1:
-            return cls.from_checkpoint(paths[0], search, device, keep_attention)
+            return cls.from_checkpoint(paths[0], search, device, keep_attention, architecture)
         model, config, src_vocab, tgt_vocab, checkpoints = load_ensemble(paths)
         device = pick_device(device)
         translator = cls(model.to(device), config, src_vocab, tgt_vocab, search, device,
-                         keep_attention)
+                         keep_attention, checkpoints[0].get("subword"))
         translator.progress = dict(checkpoints[0].get("progress") or {})
         translator.checkpoint = Path(paths[0])
         translator.checkpoints = [Path(p) for p in paths]
@@ -213,10 +222,36 @@ class Translator:
             outputs.append((tokens, self.detokenizer.detokenize(words)))
         best_tokens, best_text = outputs[0]
         attention = hyps[0].attention if self.keep_attention else None
+        heads = None if attention is None else alignment_heads(
+            self.model, self.src_vocab.encode(src_tokens), hyps[0].tokens, len(attention), self.device)
         if self.subword:  # what users see is whole words
+            if heads is not None:
+                heads = np.stack([merge_attention(head, best_tokens, src_tokens) for head in heads])
             best_tokens, src_tokens, attention = to_words(best_tokens, src_tokens, attention)
         return Translation(best_text, best_tokens, src_tokens, attention, hyps[0].score,
-                           [(text, hyp.score) for (_, text), hyp in zip(outputs, hyps)])
+                           [(text, hyp.score) for (_, text), hyp in zip(outputs, hyps)], heads)
+
+
+def alignment_heads(model, src_ids: list[int], tgt_ids: list[int], rows: int,
+                    device: torch.device | str) -> np.ndarray | None:
+    """Every head of the alignment layer for one output (heads, rows, S), or None when the
+    model has a single head (or none).
+
+    The search keeps only the heads' average; teacher-forcing its output once more in eval mode
+    gives the same weights head by head. `rows`: the output's attention rows (its tokens, plus
+    one for </s> when it ended with it)."""
+    src = torch.tensor([src_ids], device=device)  # (1, S)
+    tgt_in = torch.tensor([[BOS_ID] + list(tgt_ids)[: rows - 1]], device=device)  # (1, T)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            heads = model.alignment_heads(src, torch.tensor([src.size(1)]), tgt_in)
+    finally:
+        model.train(was_training)
+    if heads is None or heads.size(1) < 2:
+        return None
+    return heads[0].float().cpu().numpy()  # (H, T, S)
 
 
 def find_checkpoint(config: Config, which: str = "best") -> Path:

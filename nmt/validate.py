@@ -14,7 +14,6 @@ from nmt.data.subword import to_words
 from nmt.data.tokenize import EnglishTokenizer
 from nmt.data.vocab import Vocab
 from nmt.loss import summed_loss
-from nmt.model.seq2seq import Seq2Seq
 from nmt.translate import translate_token_ids
 
 
@@ -36,10 +35,11 @@ class DevResult:
     attentions: list  # numpy (T, S) per sentence, or None without attention
     hypothesis_tokens: list[list[str]]  # whole words
     source_tokens: list[list[str]] = field(default_factory=list)  # whole words, per sentence
+    hypothesis_ids: list[list[int]] = field(default_factory=list)  # what the model produced
 
 
 @torch.inference_mode()
-def dev_loss(model: Seq2Seq, examples: list[Example], batch_tokens: int,
+def dev_loss(model: torch.nn.Module, examples: list[Example], batch_tokens: int,
              device: torch.device) -> float:
     total, tokens = 0.0, 0
     for indices in make_batches(examples, batch_tokens, seed=0, epoch=0, shuffle=False):
@@ -49,7 +49,7 @@ def dev_loss(model: Seq2Seq, examples: list[Example], batch_tokens: int,
     return total / max(tokens, 1)
 
 
-def validate(model: Seq2Seq, dev: DevSet, tgt_vocab: Vocab, detokenizer: EnglishTokenizer,
+def validate(model: torch.nn.Module, dev: DevSet, tgt_vocab: Vocab, detokenizer: EnglishTokenizer,
              search: SearchConfig, batch_tokens: int, device: torch.device) -> DevResult:
     """Greedy decoding (beam 1) keeps validation quick; `make eval` uses the full beam."""
     was_training = model.training
@@ -73,4 +73,5 @@ def validate(model: Seq2Seq, dev: DevSet, tgt_vocab: Vocab, detokenizer: English
         attentions=attentions,
         hypothesis_tokens=tokens,
         source_tokens=sources,
+        hypothesis_ids=[h.tokens for h in hypotheses],
     )

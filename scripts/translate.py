@@ -34,6 +34,7 @@ from nmt.ensemble import split_checkpoint_arguments
 from nmt.errors import NMTError
 from nmt.io import atomic_write
 from nmt.lines import count_lines, iter_lines
+from nmt.model import has_alignment
 from nmt.runtime import set_threads
 from nmt.streaming import interactive, translate_stream
 from nmt.translate import Translator, find_checkpoint
@@ -46,9 +47,10 @@ def main(args: argparse.Namespace) -> None:
                    or [find_checkpoint(config)])
     translator = Translator.from_checkpoints(checkpoints, search=config.search,
                                              device=config.training.device,
-                                             keep_attention=args.attention is not None)
+                                             keep_attention=args.attention is not None,
+                                             architecture=config.model.architecture)
     attention_dir = Path(args.attention) if args.attention else None
-    if attention_dir is not None and translator.config.model.attention == "none":
+    if attention_dir is not None and not has_alignment(translator.config.model):
         print("warning: this model has no attention (model.attention = none): "
               "--attention writes nothing", file=sys.stderr)
     if args.input is None and sys.stdin.isatty():

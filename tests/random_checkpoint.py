@@ -10,7 +10,7 @@ import torch
 from nmt.checkpoint import save_checkpoint
 from nmt.config import Config
 from nmt.data.vocab import EOS_ID, SPECIALS
-from nmt.model.seq2seq import build_model
+from nmt.model import build_model
 
 
 @contextmanager

@@ -76,17 +76,19 @@ def test_report_table(evaluated, tmp_path):
     assert [r["name"] for r in rows] == ["broken", "smoke"]
     smoke = rows[1]
     assert smoke["attention"] == "additive" and smoke["step"] == 40
+    assert smoke["architecture"] == "rnn"
     assert smoke["dev_bleu"] == 1.5 and smoke["train_seconds"] == 12.5  # from the checkpoint
     assert smoke["test_bleu"] == results["bleu"] and smoke["parameters"] > 1000
     table = format_table(rows)
     assert "smoke" in table and "additive" in table and f"{results['bleu']:.2f}" in table
     assert table.splitlines()[2].split()[1:] == ["-"] * (len(COLUMNS) - 1)  # broken: all missing
 
-    summary = {"name": "smoke", "attention": "dot", "parameters": 2_500_000, "step": 900,
-               "train_seconds": 3725.0, "best_dev_bleu": 12.345}
+    summary = {"name": "smoke", "architecture": "transformer", "attention": "4-head",
+               "parameters": 2_500_000, "step": 900, "train_seconds": 3725.0, "best_dev_bleu": 12.345}
     (config.run_dir / "train_summary.json").write_text(json.dumps(summary), encoding="utf-8")
     smoke = collect_runs(config.runs_dir)[1]
-    assert (smoke["attention"], smoke["step"], smoke["dev_bleu"]) == ("dot", 900, 12.345)
+    assert (smoke["architecture"], smoke["attention"], smoke["step"], smoke["dev_bleu"]) == (
+        "transformer", "4-head", 900, 12.345)
     assert "2.5M" in format_table([smoke]) and "1h02m" in format_table([smoke])
 
 

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from nmt.config import ModelConfig
 from nmt.data.batching import Example, collate
 from nmt.data.vocab import PAD_ID
-from nmt.model.seq2seq import build_model
+from nmt.model import build_model
 
 ATTENTIONS = ["additive", "dot", "general", "scaled_dot", "none"]
 SMALL = dict(embed_size=16, encoder_hidden=12, decoder_hidden=24, attention_size=10, readout_size=16)

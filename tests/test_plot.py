@@ -10,7 +10,13 @@ import torch
 from matplotlib import font_manager
 from matplotlib.ft2font import FT2Font
 
-from nmt.plot import attention_figure, cjk_font, figure_to_array, figure_to_png_bytes
+from nmt.plot import (
+    attention_figure,
+    cjk_font,
+    figure_to_array,
+    figure_to_png_bytes,
+    heads_figure,
+)
 
 SRC = ["汤姆", "喜欢", "猫", "。"]
 TGT = ["Tom", "likes", "cats", ".", "</s>"]
@@ -57,3 +63,17 @@ def test_chinese_glyphs_render_with_the_cjk_font():
         warnings.simplefilter("always")
         attention_figure(_weights(), SRC, TGT).canvas.draw()
     assert not [w for w in caught if "missing from" in str(w.message)]
+
+
+def test_a_grid_of_every_head_with_one_colour_scale():
+    weights = np.stack([_weights() for _ in range(5)])  # (H, T, S)
+    figure = heads_figure(weights, SRC, TGT, title="汤姆喜欢猫。")
+    panels = [ax for ax in figure.axes if ax.images]
+    assert len(panels) == 5
+    assert all(ax.images[0].get_clim() == (0.0, 1.0) for ax in panels)
+    assert [ax.get_xlabel() for ax in panels] == [f"head {h}" for h in range(1, 6)]
+    assert any(ax.get_label() == "<colorbar>" for ax in figure.axes)  # the scale is shown
+    array = figure_to_array(figure)
+    assert array.shape[1] > array.shape[0] and array.std() > 10
+    with pytest.raises(ValueError, match="do not match"):
+        heads_figure(weights[:, :, :2], SRC, TGT)

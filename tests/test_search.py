@@ -12,7 +12,7 @@ from nmt.config import ModelConfig, SearchConfig
 from nmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from nmt.errors import NMTError
 from nmt.model.decoder import DecoderState, Memory
-from nmt.model.seq2seq import build_model
+from nmt.model import build_model
 from nmt.search import (
     beam_search,
     greedy_search,

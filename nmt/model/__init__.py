@@ -1,0 +1,52 @@
+"""The two model families behind one interface, and the one place that tells them apart.
+
+`build_model(config.model, ...)` returns a recurrent `Seq2Seq` or a `Transformer`, as
+`model.architecture` says. Both offer encode / init_state / decode_step / forward /
+attention_heads (see nmt/model/transformer.py for the contract): training, validation, search,
+translation and alignment call only these, and never ask which family they have.
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from nmt.config import ModelConfig
+from nmt.model.seq2seq import build_seq2seq
+from nmt.model.transformer import build_transformer
+
+
+def build_model(config: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> nn.Module:
+    """A freshly initialised model of the family `config.architecture` names."""
+    if config.architecture == "transformer":
+        return build_transformer(config, src_vocab_size, tgt_vocab_size)
+    return build_seq2seq(config, src_vocab_size, tgt_vocab_size)
+
+
+def has_alignment(config: ModelConfig) -> bool:
+    """Whether the model returns attention weights (for plots and <unk> replacement): every
+    Transformer does; a recurrent model unless `model.attention` is none."""
+    return config.architecture == "transformer" or config.attention != "none"
+
+
+def attention_name(model: dict) -> str | None:
+    """The attention column of the results table, from a saved config's model section (a run
+    made before model.architecture existed is recurrent)."""
+    if model.get("architecture", "rnn") == "transformer":
+        return f"{model.get('heads')}-head"
+    return model.get("attention")
+
+
+def describe(config: ModelConfig) -> str:
+    """The family and its shape in a few words, for logs and benchmark output."""
+    if config.architecture == "transformer":
+        return (f"transformer {config.encoder_layers}+{config.decoder_layers} layers, "
+                f"d {config.d_model}, {config.heads} heads, ff {config.ff_size}, {config.norm}-norm")
+    return f"rnn ({config.rnn}), {config.attention} attention"
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Trainable numbers; a tied matrix counts once."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+__all__ = ["attention_name", "build_model", "count_parameters", "describe", "has_alignment"]

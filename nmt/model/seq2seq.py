@@ -54,12 +54,20 @@ class Seq2Seq(nn.Module):
         readout, state, weights = self.decoder.step(self.tgt_embed(prev_tokens), state, memory)
         return F.log_softmax(self.output_layer(readout), dim=-1), state, weights
 
+    @torch.no_grad()
+    def attention_heads(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor | None:
+        """The attention as (B, layers, heads, T, S), like the Transformer's: one layer, one head;
+        None with attention none."""
+        _, weights = self(src, src_lengths, tgt_in)
+        return None if weights is None else weights[:, None, None]
 
-def count_parameters(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+    def alignment_heads(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor | None:
+        """(B, heads, T, S) with one head; None with attention none."""
+        heads = self.attention_heads(src, src_lengths, tgt_in)
+        return None if heads is None else heads[:, 0]
 
 
-def build_model(config: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> Seq2Seq:
+def build_seq2seq(config: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> Seq2Seq:
     """The model, with orthogonal recurrent weights and zero RNN biases (stable from step one)."""
     model = Seq2Seq(config, src_vocab_size, tgt_vocab_size)
     for name, param in model.named_parameters():
@@ -72,3 +80,16 @@ def build_model(config: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -
     with torch.no_grad():
         model.tgt_embed.weight[PAD_ID].zero_()
     return model
+
+
+def build_model(config: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> nn.Module:
+    """Kept for code that imported it from here: `nmt.model.build_model`, either family."""
+    from nmt.model import build_model as build
+
+    return build(config, src_vocab_size, tgt_vocab_size)
+
+
+def count_parameters(model: nn.Module) -> int:
+    from nmt.model import count_parameters as count
+
+    return count(model)
