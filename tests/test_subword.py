@@ -142,15 +142,19 @@ def test_attention_merge_gives_word_level_rows_that_sum_to_one():
     assert to_words(tgt, src, None)[2] is None
 
 
+@pytest.mark.parametrize("architecture", ["rnn", "transformer"])
 def test_smoke_bpe_prepares_trains_evaluates_and_translates_in_whole_words(smoke_config,
-                                                                          monkeypatch):
+                                                                          monkeypatch, architecture):
     """configs/smoke.yaml with only data.subword=bpe: the default 4,000 pieces a side are more
-    than 200 pairs hold, and are capped, not a crash. The one subword test that trains (~6 s of
-    CPU): 20 steps, then evaluate and translate."""
+    than 200 pairs hold, and are capped, not a crash. The subword test that trains (~6 s of
+    CPU per family): 20 steps, then evaluate and translate. The Transformer's several heads are
+    merged into whole words too."""
     from nmt.evaluate import evaluate
     from nmt.translate import Translator
 
     config = with_data(smoke_config, subword="bpe")
+    config = dataclasses.replace(config, model=dataclasses.replace(config.model,
+                                                                   architecture=architecture))
     config = dataclasses.replace(config, training=dataclasses.replace(  # half the smoke steps
         config.training, max_steps=20, checkpoint_every=20))
     shown = []
@@ -176,6 +180,9 @@ def test_smoke_bpe_prepares_trains_evaluates_and_translates_in_whole_words(smoke
             assert translation.attention.shape == (len(translation.attention_labels()),
                                                    len(translation.src_tokens))
             np.testing.assert_allclose(translation.attention.sum(axis=1), 1.0, rtol=1e-5)
+        if architecture == "transformer" and translation.attention is not None:
+            assert translation.heads.shape[1:] == translation.attention.shape
+            np.testing.assert_allclose(translation.heads.mean(axis=0), translation.attention, atol=1e-4)
     assert translations[0].src_tokens == ["汤姆", "喜欢", "猫", "。"]
     # The models travel in the checkpoint: translating needs no prepared folder.
     saved = load_checkpoint(run_dir / "checkpoints" / "best.pt")["subword"]
@@ -187,10 +194,12 @@ def test_smoke_bpe_prepares_trains_evaluates_and_translates_in_whole_words(smoke
     hypotheses = (run_dir / "hypotheses.test.en").read_text(encoding="utf-8")
     assert WORD_START not in hypotheses and results["sentences"] > 0
     assert shown, "validation showed examples"
-    for step, sources, texts, references, tokens, attentions in shown:
-        for src, text, words, weights in zip(sources, texts, tokens, attentions):
+    for step, sources, texts, references, tokens, attentions, heads in shown:
+        for src, text, words, weights, grid in zip(sources, texts, tokens, attentions, heads):
             assert not any(WORD_START in s for s in [*src, text, *words])
             assert weights.shape[1] == len(src) and weights.shape[0] in (len(words), len(words) + 1)
+            assert (grid is None) == (architecture == "rnn")  # one head: no grid
+            assert grid is None or grid.shape[1:] == weights.shape
 
 
 def test_translate_without_checkpoint_models_reads_the_prepared_folder(bpe_config, tmp_path):
