@@ -2,7 +2,8 @@
 
 Per run it reads `train_summary.json` (written by training when it ends) and `results.json`
 (written by evaluate); for a run still training or stopped early it falls back to the best (or
-last) checkpoint's progress and config. What is missing shows as "-".
+last) checkpoint's progress and config. What is missing shows as "-". AER comes from
+`alignment.json` (`make align-eval`), in points; eflomal's gets a row of its own.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ log = logging.getLogger(__name__)
 
 COLUMNS = [("name", "run"), ("attention", "attention"), ("parameters", "params"),
            ("step", "steps"), ("train_seconds", "train time"), ("dev_bleu", "dev BLEU"),
-           ("test_bleu", "test BLEU"), ("chrf", "chrF")]
+           ("test_bleu", "test BLEU"), ("chrf", "chrF"), ("aer", "AER")]
 
 
 def _read_json(path: Path) -> dict | None:
@@ -70,8 +71,10 @@ def collect_runs(runs_dir: str | Path) -> list[dict]:
     for run in sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []:
         summary = _read_json(run / "train_summary.json")
         results = _read_json(run / "results.json")
+        alignment = _read_json(run / "alignment.json")
         has_config = (run / "config.yaml").is_file()
-        if summary is None and results is None and not has_config and not (run / "checkpoints").is_dir():
+        if (summary is None and results is None and alignment is None and not has_config
+                and not (run / "checkpoints").is_dir()):
             continue
         row = {key: None for key, _ in COLUMNS} | {"name": run.name}
         if summary is not None:
@@ -88,6 +91,11 @@ def collect_runs(runs_dir: str | Path) -> list[dict]:
             bleu = results.get("bleu")
             row["test_bleu"] = bleu if split == "test" or bleu is None else f"{bleu:.2f} ({split})"
             row["chrf"] = results.get("chrf")
+        if alignment is not None:  # alignment error rate on the gold links, in points like BLEU
+            aer = alignment.get("aer")
+            row["aer"] = 100 * aer if isinstance(aer, (int, float)) else None
+            if alignment.get("aligner") == "eflomal":  # a statistical aligner's own row
+                row["attention"] = row["attention"] or "eflomal"
         rows.append(row)
     return rows
 

@@ -122,3 +122,17 @@ def test_grow_diag_final_and_by_hand():
     # A neighbour whose two words are both aligned already is not grown into.
     assert grow_diag_final_and({(0, 0), (1, 1), (0, 1)}, {(0, 0), (1, 1)}) == {(0, 0), (1, 1)}
     assert grow_diag_final_and(set(), set()) == set()
+
+
+def test_report_shows_aer(tmp_path):
+    from nmt.report import collect_runs, format_table
+
+    (tmp_path / "dot" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "dot" / "alignment.json").write_text('{"aer": 0.4123, "aligner": "attention"}')
+    (tmp_path / "eflomal-char").mkdir()
+    (tmp_path / "eflomal-char" / "alignment.json").write_text('{"aer": 0.151, "aligner": "eflomal"}')
+    rows = collect_runs(tmp_path)
+    assert [(r["name"], r["attention"], r["aer"]) for r in rows] == [
+        ("dot", None, pytest.approx(41.23)), ("eflomal-char", "eflomal", pytest.approx(15.1))]
+    assert format_table(rows).splitlines()[0].split()[-1] == "AER"
+    assert format_table(rows).splitlines()[3].split()[-1] == "15.10"

@@ -80,7 +80,7 @@ def test_report_table(evaluated, tmp_path):
     assert smoke["test_bleu"] == results["bleu"] and smoke["parameters"] > 1000
     table = format_table(rows)
     assert "smoke" in table and "additive" in table and f"{results['bleu']:.2f}" in table
-    assert table.splitlines()[2].split()[1:] == ["-"] * 7  # the broken run: all missing
+    assert table.splitlines()[2].split()[1:] == ["-"] * 8  # the broken run: all missing
 
     summary = {"name": "smoke", "attention": "dot", "parameters": 2_500_000, "step": 900,
                "train_seconds": 3725.0, "best_dev_bleu": 12.345}
