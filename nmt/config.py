@@ -111,6 +111,9 @@ class TrainingConfig:
     on_nan: Literal["stop", "skip"] = "skip"  # a non-finite loss: stop the run or skip the batch
     max_skipped_batches: int = field(default=20, metadata=non_negative)
     examples: int = field(default=3, metadata=non_negative)  # dev sentences shown with attention
+    # A gold alignment file (the shared format): dev pairs it holds are shown first, with their
+    # gold links marked on a forced-decoding heatmap (nmt/examples.py); missing: a warning
+    examples_gold: Optional[str] = None
     overwrite: bool = False  # allow reusing a run directory that holds another config
 
 

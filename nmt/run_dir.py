@@ -14,7 +14,7 @@ from nmt.errors import NMTError
 # Keys that may change between a run and its resumption: how long, where, how fast, how to decode.
 RESUMABLE_PREFIXES = (
     "training.max_steps", "training.max_epochs", "training.max_minutes", "training.overwrite",
-    "training.threads",
+    "training.threads", "training.examples",  # what TensorBoard shows, not what is trained
     "training.device", "data.workers", "data.prepared_dir", "data.corpus", "search.", "eval.",
 )
 

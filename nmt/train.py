@@ -28,6 +28,7 @@ from nmt.data.tokenize import make_tokenizers
 from nmt.data.vocab import Vocab
 from nmt.distributed import Distributed, device_for
 from nmt.errors import NMTError
+from nmt.examples import DevExamples
 from nmt.io import atomic_write_json, read_lines
 from nmt.loss import summed_loss
 from nmt.model.seq2seq import build_model, count_parameters
@@ -113,6 +114,9 @@ def train(config: Config, command: str | None = None) -> Path:
         read_lines(prepared.text("dev", "en")),
     )
     _, detokenizer = make_tokenizers(config.data)
+    shown = DevExamples.choose(dev.src_tokens, read_lines(prepared.text("dev", "zh")),
+                               [line.split() for line in read_lines(prepared.tokens("dev", "en"))],
+                               training.examples, training.examples_gold)
 
     model = build_model(config.model, len(src_vocab), len(tgt_vocab)).to(device)
     optimizer = build_optimizer(model, training)
@@ -170,11 +174,12 @@ def train(config: Config, command: str | None = None) -> Path:
         if result is not None:
             board.scalars(progress.step, "dev", {"loss": result.loss, "perplexity": result.perplexity,
                                                  "bleu": result.bleu, "chrf": result.chrf})
-            shown = range(min(training.examples, len(dev.examples)))
-            board.examples(progress.step, [dev.src_tokens[i] for i in shown],
-                           [result.hypotheses[i] for i in shown], [dev.references[i] for i in shown],
-                           [result.hypothesis_tokens[i] for i in shown],
-                           [result.attentions[i] for i in shown])
+            board.examples(progress.step, [dev.src_tokens[i] for i in shown.indices],
+                           [result.hypotheses[i] for i in shown.indices],
+                           [dev.references[i] for i in shown.indices],
+                           [result.hypothesis_tokens[i] for i in shown.indices],
+                           [result.attentions[i] for i in shown.indices])
+            shown.log_gold(board, scored, dev, progress.step, device)
             log.info("step %d: dev loss %.3f, ppl %.1f, BLEU %.2f, chrF %.2f%s", progress.step,
                      result.loss, result.perplexity, result.bleu, result.chrf,
                      " (new best)" if improved else "")
