@@ -42,7 +42,8 @@ class Board:
             return
         from nmt.plot import attention_figure, figure_to_array
 
-        figure = attention_figure(weights, src, tgt, gold=sure, possible=possible)
+        figure = attention_figure(weights, src, tgt, "reference; gold: solid Sure, dashed Possible",
+                                  gold=sure, possible=possible)
         self.writer.add_image(f"attention_gold/{index}", figure_to_array(figure), step,
                               dataformats="HWC")
 

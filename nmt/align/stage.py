@@ -115,8 +115,8 @@ def soft_lines(pairs: list[AlignPair], soft: list) -> list[str]:
             "src_tokens": s.src_tokens, "tgt_tokens": s.tgt_tokens,
             "src_units": pair.src_units, "tgt_units": pair.tgt_units,
             "src_cover": s.src_cover, "tgt_cover": s.tgt_cover,
-            "weights": None if weights is None else weights.round(4).tolist(),
-            "unit_weights": None if merged is None else merged.round(4).tolist(),
+            "weights": None if weights is None else weights.astype(float).round(4).tolist(),
+            "unit_weights": None if merged is None else merged.astype(float).round(4).tolist(),
         }, ensure_ascii=False))
     return lines
 
