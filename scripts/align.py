@@ -12,6 +12,8 @@ file's units, whatever the model's own units are). The model forced-decodes the 
 (teacher forcing, no search) and its attention becomes links by --method:
 argmax (each English token to its most attended source word), threshold (every weight >=
 --threshold), intersect, union or grow-diag-final-and of the row- and column-wise argmax.
+eflomal learns from the training split plus the pairs, both directions, symmetrized by --method
+(default grow-diag-final-and).
 
 With --gold, the gold pairs are aligned and scored: precision, recall and alignment error rate go
 to runs/<name>/alignment.json (eflomal: runs/eflomal-<units>/alignment.json), the links beside it.
@@ -78,8 +80,9 @@ if __name__ == "__main__":
     parser.add_argument("--gold", help="a gold alignment file: align its pairs and score them")
     parser.add_argument("--checkpoint", help="a checkpoint file (default: the run's best.pt)")
     parser.add_argument("--aligner", choices=ALIGNERS, default="attention")
-    parser.add_argument("--method", choices=METHODS, default="argmax",
-                        help="attention → links (default argmax)")
+    parser.add_argument("--method", choices=METHODS,
+                        help="attention → links (default argmax); eflomal: intersect, union or "
+                             "grow-diag-final-and (the default) of its two directions")
     parser.add_argument("--threshold", type=float, default=0.5,
                         help="for --method threshold: the least weight that makes a link")
     parser.add_argument("--units", choices=("char", "word"), default="char",

@@ -136,3 +136,16 @@ def test_report_shows_aer(tmp_path):
         ("dot", None, pytest.approx(41.23)), ("eflomal-char", "eflomal", pytest.approx(15.1))]
     assert format_table(rows).splitlines()[0].split()[-1] == "AER"
     assert format_table(rows).splitlines()[3].split()[-1] == "15.10"
+
+
+def test_options_pick_a_method_per_aligner():
+    from nmt.align.stage import AlignOptions
+
+    attention, eflomal = AlignOptions("attention"), AlignOptions("eflomal")
+    attention.check()
+    eflomal.check()
+    assert (attention.method, eflomal.method) == ("argmax", "grow-diag-final-and")
+    with pytest.raises(NMTError, match="--method argmax with --aligner eflomal"):
+        AlignOptions("eflomal", "argmax").check()
+    with pytest.raises(NMTError, match="--threshold"):
+        AlignOptions("attention", "threshold", 0.0).check()

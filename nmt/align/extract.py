@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from nmt.align.links import Link
-from nmt.align.symmetrize import grow_diag_final_and
+from nmt.align.symmetrize import SYMMETRIZATIONS, symmetrize
 
 METHODS = ("argmax", "threshold", "intersect", "union", "grow-diag-final-and")
 
@@ -40,11 +40,6 @@ def extract_links(weights: np.ndarray, method: str = "argmax", threshold: float 
         return target_argmax(weights)
     if method == "threshold":
         return {(int(k), int(j)) for j, k in zip(*np.nonzero(weights >= threshold))}
-    forward, backward = target_argmax(weights), source_argmax(weights)
-    if method == "intersect":
-        return forward & backward
-    if method == "union":
-        return forward | backward
-    if method == "grow-diag-final-and":
-        return grow_diag_final_and(forward, backward)
+    if method in SYMMETRIZATIONS:
+        return symmetrize(target_argmax(weights), source_argmax(weights), method)
     raise ValueError(f"unknown alignment method {method!r}; choose one of {METHODS}")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nmt.align.extract import METHODS
+from nmt.align.symmetrize import SYMMETRIZATIONS
 from nmt.align.links import AlignPair, Link, format_links
 from nmt.align.metrics import AlignmentScores, score_alignments
 from nmt.config import Config
@@ -26,7 +27,9 @@ ALIGNERS = ("attention", "eflomal")
 @dataclass
 class AlignOptions:
     aligner: str = "attention"  # attention | eflomal
-    method: str = "argmax"  # attention only: see nmt/align/extract.py
+    # attention: argmax, threshold, ... (nmt/align/extract.py); eflomal: how its two directions
+    # are symmetrized (intersect, union, grow-diag-final-and); None: argmax / grow-diag-final-and
+    method: str | None = None
     threshold: float = 0.5  # attention, method threshold
     units: str = "char"  # eflomal only: the Chinese it learns from (char | word)
     checkpoint: str | None = None  # attention: default the run's eval.checkpoint (best, else last)
@@ -34,8 +37,12 @@ class AlignOptions:
     def check(self) -> None:
         if self.aligner not in ALIGNERS:
             raise NMTError(f"--aligner {self.aligner}: choose one of {', '.join(ALIGNERS)}")
-        if self.method not in METHODS:
-            raise NMTError(f"--method {self.method}: choose one of {', '.join(METHODS)}")
+        if self.method is None:
+            self.method = "argmax" if self.aligner == "attention" else "grow-diag-final-and"
+        allowed = METHODS if self.aligner == "attention" else SYMMETRIZATIONS
+        if self.method not in allowed:
+            raise NMTError(f"--method {self.method} with --aligner {self.aligner}: choose one of "
+                           f"{', '.join(allowed)}")
         if not 0.0 < self.threshold <= 1.0:
             raise NMTError(f"--threshold {self.threshold}: use a number in (0, 1]")
 
@@ -59,9 +66,10 @@ def align(config: Config, pairs: list[AlignPair], options: AlignOptions) -> Alig
         train_src, train_tgt = ([line.split() for line in read_lines(prepared.tokens("train", lang))]
                                 for lang in ("zh", "en"))
         segmenter, _ = make_tokenizers(config.data)
-        links = align_with_eflomal(pairs, train_src, train_tgt, options.units, segmenter)
+        links = align_with_eflomal(pairs, train_src, train_tgt, options.units, segmenter,
+                                   options.method)
         return AlignResult(links, None, {"aligner": "eflomal", "units": options.units,
-                                         "method": "grow-diag-final-and",
+                                         "method": options.method,
                                          "training_pairs": str(prepared.tokens("train", "zh"))})
     from nmt.align.aligner import AttentionAligner
     from nmt.translate import find_checkpoint

@@ -2,7 +2,7 @@
 
 eflomal is unsupervised: it learns from the training split plus the pairs to align, concatenated,
 in both directions (Chinese→English and English→Chinese), and the two are symmetrized with
-grow-diag-final-and (nmt/align/symmetrize.py). The Chinese side is given to it either
+grow-diag-final-and (nmt/align/symmetrize.py; or intersected, or united). The Chinese side is given to it either
 - `char`: one token per character (the gold's units; Latin/digit runs stay whole), or
 - `word`: the training segmentation (jieba words), each link then projected onto the characters
   of its word, as the attention aligner projects its links.
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from nmt.align.links import AlignPair, Link, parse_links
-from nmt.align.symmetrize import grow_diag_final_and
+from nmt.align.symmetrize import symmetrize
 from nmt.align.units import coverage, project_source
 from nmt.data.tokenize import _CHAR_TOKENS, ChineseSegmenter
 from nmt.errors import NMTError
@@ -51,10 +51,12 @@ def eflomal_links(src: list[list[str]], tgt: list[list[str]]) -> tuple[list[set[
 
 
 def align_with_eflomal(pairs: list[AlignPair], train_src: list[list[str]], train_tgt: list[list[str]],
-                       units: str = "char", segmenter: ChineseSegmenter | None = None) -> list[set[Link]]:
+                       units: str = "char", segmenter: ChineseSegmenter | None = None,
+                       method: str = "grow-diag-final-and") -> list[set[Link]]:
     """(Chinese character, English unit) links for every pair, learnt together with the training
     pairs (tokenized: the prepared train.tok.zh/.en). `segmenter` splits the pairs' Chinese into
-    words for units="word" (the training segmentation: make_tokenizers(config.data))."""
+    words for units="word" (the training segmentation: make_tokenizers(config.data)); `method`
+    symmetrizes the two directions (nmt/align/symmetrize.py)."""
     if units not in UNITS:
         raise NMTError(f"eflomal units = {units!r}; choose one of {UNITS}")
     if units == "word" and segmenter is None:
@@ -74,6 +76,6 @@ def align_with_eflomal(pairs: list[AlignPair], train_src: list[list[str]], train
              time.perf_counter() - start)
     links: list[set[Link]] = [set() for _ in pairs]
     for n, i in enumerate(kept, start=len(train)):
-        symmetric = grow_diag_final_and(forward[n], backward[n])
+        symmetric = symmetrize(forward[n], backward[n], method)
         links[i] = project_source(symmetric, coverage(src_words[i], pairs[i].src_units))
     return links

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from nmt.align.links import Link
 
+SYMMETRIZATIONS = ("grow-diag-final-and", "intersect", "union")
+
 _NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
 
 
@@ -39,3 +41,15 @@ def grow_diag_final_and(forward: set[Link], backward: set[Link]) -> set[Link]:
             if i not in src_aligned and j not in tgt_aligned:
                 add(i, j)
     return alignment
+
+
+def symmetrize(forward: set[Link], backward: set[Link], method: str = "grow-diag-final-and"
+               ) -> set[Link]:
+    """One of SYMMETRIZATIONS: grow-diag-final-and, or plain intersection / union."""
+    if method == "intersect":
+        return forward & backward
+    if method == "union":
+        return forward | backward
+    if method == "grow-diag-final-and":
+        return grow_diag_final_and(forward, backward)
+    raise ValueError(f"unknown symmetrization {method!r}; choose one of {SYMMETRIZATIONS}")
