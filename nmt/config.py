@@ -96,6 +96,9 @@ class TrainingConfig:
     min_lr: float = field(default=1e-5, metadata=non_negative)
     clip_norm: float = field(default=1.0, metadata=positive)
     label_smoothing: float = field(default=0.1, metadata=probability)
+    # Guided alignment (nmt/align/guided.py): weight of a loss pulling the attention toward
+    # eflomal's links of the training pairs (OpenNMT-py's lambda_align, 0.05); 0: off
+    guided_alignment: float = field(default=0.0, metadata=non_negative)
     # Validate, keep and translate with a moving average of the weights (nmt/averaging.py); 0: off.
     ema_decay: float = field(default=0.0, metadata=probability)
     max_steps: Optional[int] = field(default=None, metadata=positive)
@@ -226,6 +229,9 @@ def _check_together(config: Config, source: str) -> None:
             f"{source}: model.tie_embeddings needs model.embed_size ({model.embed_size}) "
             f"== model.readout_size ({model.readout_size})"
         )
+    if config.training.guided_alignment > 0 and getattr(model, "attention", None) == "none":
+        raise NMTError(f"{source}: training.guided_alignment trains the attention, but "
+                       f"model.attention = none; set training.guided_alignment=0")
     if data.min_length > data.max_length:
         raise NMTError(f"{source}: data.min_length must be <= data.max_length")
 
