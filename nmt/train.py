@@ -140,8 +140,9 @@ def train(config: Config, command: str | None = None) -> Path:
             set_rng_state(state["rng"][distributed.rank])
         log.info("resuming from %s at step %d", checkpoints / "last.pt", progress.step)
     trained = DistributedDataParallel(model) if distributed.enabled else model
-    guide = None if training.guided_alignment == 0 else guided_alignment(
-        training.guided_alignment, train_examples, run_dir, distributed)
+    # (guide,) adds the guided alignment loss to summed_loss; () leaves its call as it was
+    guided = () if training.guided_alignment == 0 else (guided_alignment(
+        training.guided_alignment, train_examples, run_dir, distributed),)
 
     bf16 = use_bf16(training.bf16, device)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
@@ -216,7 +217,7 @@ def train(config: Config, command: str | None = None) -> Path:
                 batch = collate(train_examples, local).to(device)
                 schedule.before_step(progress.step + 1)
                 with autocast:
-                    loss = weight * summed_loss(trained, batch, training.label_smoothing, guide) / (
+                    loss = weight * summed_loss(trained, batch, training.label_smoothing, *guided) / (
                         global_tokens / distributed.world_size)  # DDP averages over ranks
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()

@@ -133,15 +133,15 @@ def test_eflomal_aligns_a_tiny_corpus():
     from nmt.align.statistical import align_with_eflomal, characters
 
     assert characters(["汤姆", "有", "3", "DVD"]) == ["汤", "姆", "有", "3", "DVD"]
-    words = {"汤姆": "Tom", "玛丽": "Mary", "猫": "cats", "狗": "dogs", "书": "books", "茶": "tea"}
-    names, things = ["汤姆", "玛丽"], ["猫", "狗", "书", "茶"]
+    words = {"汤姆": "Tom", "玛丽": "Mary", "猫": "cats", "狗": "dogs", "书": "books", "茶": "tea",
+             "喜欢": "likes", "需要": "needs", "买": "buys"}
     train_zh, train_en = [], []
-    for n in names:
-        for t in things:
-            for _ in range(5):
-                train_zh.append([n, "喜欢", t, "。"])
-                train_en.append([words[n], "likes", words[t], "."])
+    for n in ["汤姆", "玛丽"]:
+        for v in ["喜欢", "需要", "买"]:
+            for t in ["猫", "狗", "书", "茶"]:
+                train_zh.append([n, v, t, "。"])
+                train_en.append([words[n], words[v], words[t], "."])
     pairs = parse_pairs(["x\t玛 丽 喜 欢 茶 。\tMary likes tea .\t0-0 1-0 2-1 3-1 4-2 5-3\t"])
-    [links] = align_with_eflomal(pairs, train_zh, train_en, units="char")
-    assert {(0, 0), (1, 0), (4, 2), (5, 3)} <= links
-    assert all(i < 6 and j < 4 for i, j in links)
+    [links] = align_with_eflomal(pairs, train_zh * 3, train_en * 3, units="char")
+    # 玛 and 丽 always come together: eflomal links "Mary" to one of them or to both.
+    assert {(2, 1), (3, 1), (4, 2), (5, 3)} <= links <= pairs[0].sure and links & {(0, 0), (1, 0)}
