@@ -15,6 +15,8 @@ NNODES  ?= 1
 NODE_RANK ?= 0
 RDZV_ENDPOINT ?= localhost:29500
 INPUT   ?=
+GOLD    ?= $(DATA_MIRROR)/align/gold.tsv
+ALIGNER ?= attention
 PORT    ?= 6006
 
 VENV    := .venv
@@ -22,7 +24,7 @@ PY      := $(VENV)/bin/python
 CORPUS  := data/raw/cmn-eng/cmn.txt
 RUNS    := runs
 
-.PHONY: setup data prepare train eval translate report tensorboard lint test bench clean help
+.PHONY: setup data prepare train eval translate align align-eval report tensorboard lint test bench clean help
 
 help:
 	@sed -n '1,8p' Makefile
@@ -31,7 +33,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(TORCH)
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,align]'
 	touch $@
 
 setup: $(VENV)/.installed
@@ -65,6 +67,14 @@ eval: train
 
 translate: setup
 	$(PY) scripts/translate.py $(CONFIG) $(ARGS) $(if $(INPUT),--input $(INPUT))
+
+# Word alignment in Pharaoh format (INPUT: Chinese<TAB>English lines); align-eval scores the
+# gold links: runs/<name>/alignment.json, or runs/eflomal-char/ with ALIGNER=eflomal.
+align: setup
+	$(PY) scripts/align.py $(CONFIG) $(ARGS) --aligner $(ALIGNER) $(if $(INPUT),--input $(INPUT))
+
+align-eval: prepare
+	$(PY) scripts/align.py $(CONFIG) $(ARGS) --aligner $(ALIGNER) --gold $(GOLD)
 
 # ARGS="--markdown --commands": a table for the README, and how each run was made
 report: setup

@@ -41,6 +41,18 @@ class Board:
                     self.writer.add_image(f"attention_heads/{i}", figure_to_array(grid), step,
                                           dataformats="HWC")
 
+    def gold_alignment(self, step: int, index: int, weights, src: list[str], tgt: list[str],
+                       sure: set, possible: set) -> None:
+        """Forced-decoding attention (T, S) over the reference `tgt`, gold links outlined."""
+        if not self.writer:
+            return
+        from nmt.plot import attention_figure, figure_to_array
+
+        figure = attention_figure(weights, src, tgt, "reference; gold: solid Sure, dashed Possible",
+                                  gold=sure, possible=possible)
+        self.writer.add_image(f"attention_gold/{index}", figure_to_array(figure), step,
+                              dataformats="HWC")
+
     def flush(self) -> None:
         if self.writer:
             self.writer.flush()

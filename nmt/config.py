@@ -134,6 +134,9 @@ class TrainingConfig:
     # with this probability (nmt/word_dropout.py); the target one for the decoder's inputs.
     src_word_dropout: float = field(default=0.0, metadata=probability)
     tgt_word_dropout: float = field(default=0.0, metadata=probability)
+    # Guided alignment (nmt/align/guided.py): weight of a loss pulling the attention toward
+    # eflomal's links of the training pairs (OpenNMT-py's lambda_align, 0.05); 0: off
+    guided_alignment: float = field(default=0.0, metadata=non_negative)
     # Validate, keep and translate with a moving average of the weights (nmt/averaging.py); 0: off.
     ema_decay: float = field(default=0.0, metadata=probability)
     max_steps: Optional[int] = field(default=None, metadata=positive)
@@ -152,6 +155,9 @@ class TrainingConfig:
     on_nan: Literal["stop", "skip"] = "skip"  # a non-finite loss: stop the run or skip the batch
     max_skipped_batches: int = field(default=20, metadata=non_negative)
     examples: int = field(default=3, metadata=non_negative)  # dev sentences shown with attention
+    # A gold alignment file (the shared format): dev pairs it holds are shown first, with their
+    # gold links marked on a forced-decoding heatmap (nmt/examples.py); missing: a warning
+    examples_gold: Optional[str] = None
     overwrite: bool = False  # allow reusing a run directory that holds another config
 
 
@@ -264,6 +270,9 @@ def _check_together(config: Config, source: str) -> None:
     model, data = config.model, config.data
     if data.min_length > data.max_length:
         raise NMTError(f"{source}: data.min_length must be <= data.max_length")
+    if config.training.guided_alignment > 0 and model.attention == "none":
+        raise NMTError(f"{source}: training.guided_alignment trains the attention, but "
+                       f"model.attention = none; set training.guided_alignment=0")
     if config.eval.average and config.eval.ensemble:
         raise NMTError(f"{source}: eval.average and eval.ensemble are both set; choose one "
                        f"(an averaged checkpoint file can be one of the ensemble's members)")

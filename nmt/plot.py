@@ -86,11 +86,13 @@ def label_families() -> list[str]:
 
 
 def attention_figure(weights, src_tokens: list[str], tgt_tokens: list[str],
-                     title: str | None = None) -> Figure:
+                     title: str | None = None, gold=None, possible=None) -> Figure:
     """A heatmap of weights (T, S): target tokens down the side, source tokens along the top.
 
     `weights` is a numpy array or tensor with one row per target token and one column per
-    source token; a shape that does not match the labels is a ValueError.
+    source token; a shape that does not match the labels is a ValueError. `gold` and `possible`
+    are (row, column) cells of gold alignment links, outlined solid (Sure) and dashed (Possible
+    only), so that one sees at a glance where attention and the annotators agree.
     """
     weights = np.asarray(weights.detach().float().cpu() if hasattr(weights, "detach") else weights,
                          dtype=np.float32)  # (T, S)
@@ -119,6 +121,8 @@ def attention_figure(weights, src_tokens: list[str], tgt_tokens: list[str],
     axes.xaxis.tick_top()
     axes.set_xlabel("source", fontproperties=font)
     axes.set_ylabel("output", fontproperties=font)
+    _mark_cells(axes, set(gold or ()), "-")
+    _mark_cells(axes, set(possible or ()) - set(gold or ()), "--")
     if title:
         axes.set_title(title, fontproperties=font, pad=24, parse_math=False)
     figure.colorbar(image, ax=axes, fraction=0.04, pad=0.02)
@@ -166,6 +170,15 @@ def heads_figure(weights, src_tokens: list[str], tgt_tokens: list[str],
                                                                           size=11))
     figure.colorbar(image, ax=axes, fraction=0.03, pad=0.02)
     return figure
+
+
+def _mark_cells(axes, cells: set[tuple[int, int]], style: str) -> None:
+    """A red outline around each (row, column) cell."""
+    from matplotlib.patches import Rectangle
+
+    for row, col in sorted(cells):
+        axes.add_patch(Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="red",
+                                 linestyle=style, linewidth=2 if style == "-" else 1.2))
 
 
 def _short(tokens: list[str], limit: int = 14) -> list[str]:

@@ -115,8 +115,9 @@ def _run_row(run: Path) -> tuple[dict, dict | None] | None:
     config = _read_yaml(run / "config.yaml")
     results = _read_json(run / "results.json")
     labelled = sorted(run.glob("results.*.json"))
+    alignment = _read_json(run / "alignment.json")
     if (summary is None and results is None and config is None and not labelled
-            and not (run / "checkpoints").is_dir()):
+            and alignment is None and not (run / "checkpoints").is_dir()):
         return None
     row = {key: None for key, _ in COLUMNS} | {"name": run.name, "run": run.name}
     if summary is not None:
@@ -132,9 +133,11 @@ def _run_row(run: Path) -> tuple[dict, dict | None] | None:
         _scores(row, results)
         row["signature"] = results.get("signature")
         row["chrf_signature"] = results.get("chrf_signature")
-    alignment = _read_json(run / "alignment.json")
-    if alignment is not None:
-        row["aer"] = alignment.get("aer")
+    if alignment is not None:  # alignment error rate on the gold links, in points like BLEU
+        aer = alignment.get("aer")
+        row["aer"] = 100 * aer if isinstance(aer, (int, float)) else None
+        if alignment.get("aligner") == "eflomal":  # a statistical aligner's own row
+            row["attention"] = row["attention"] or "eflomal"
     return row, config
 
 

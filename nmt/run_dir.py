@@ -14,7 +14,7 @@ from nmt.errors import NMTError
 # Keys that may change between a run and its resumption: how long, where, how fast, how to decode.
 RESUMABLE_PREFIXES = (
     "training.max_steps", "training.max_epochs", "training.max_minutes", "training.overwrite",
-    "training.threads",
+    "training.threads", "training.examples",  # what TensorBoard shows, not what is trained
     "training.device", "data.workers", "data.prepared_dir", "data.corpus", "search.", "eval.",
 )
 
@@ -57,7 +57,8 @@ def claim_run_dir(config: Config) -> Path:
         if differences:
             for child in ("checkpoints", "tensorboard"):
                 shutil.rmtree(run_dir / child, ignore_errors=True)
-            for stale in ("train_summary.json", "results.json", *run_dir.glob("results.*.json")):
+            for stale in ("train_summary.json", "results.json", "guided_links.txt",
+                          *run_dir.glob("results.*.json")):
                 (run_dir / stale).unlink(missing_ok=True)
     save_config(config, saved_path)
     return run_dir

@@ -20,6 +20,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
+from nmt.align.guided import for_training as guided_alignment
 from nmt.averaging import WeightAverage
 from nmt.board import Board
 from nmt.checkpoint import (keep_step_checkpoint, load_checkpoint, rng_state, save_checkpoint,
@@ -31,6 +32,7 @@ from nmt.data.tokenize import make_tokenizers
 from nmt.data.vocab import Vocab
 from nmt.distributed import Distributed, device_for
 from nmt.errors import NMTError
+from nmt.examples import DevExamples
 from nmt.io import atomic_write_json, read_lines
 from nmt.loss import summed_loss
 from nmt.model import attention_name, build_model, count_parameters, describe
@@ -123,6 +125,9 @@ def train(config: Config, command: str | None = None) -> Path:
     )
     subword_models = load_models(prepared.dir, config.data)  # travel in checkpoints; or None
     _, detokenizer = make_tokenizers(config.data)
+    shown = DevExamples.choose(dev.src_tokens, read_lines(prepared.text("dev", "zh")),
+                               [line.split() for line in read_lines(prepared.tokens("dev", "en"))],
+                               training.examples, training.examples_gold)
 
     model = build_model(config.model, len(src_vocab), len(tgt_vocab)).to(device)
     optimizer = build_optimizer(model, training)
@@ -145,6 +150,9 @@ def train(config: Config, command: str | None = None) -> Path:
             set_rng_state(state["rng"][distributed.rank])
         log.info("resuming from %s at step %d", checkpoints / "last.pt", progress.step)
     trained = DistributedDataParallel(model) if distributed.enabled else model
+    # (guide,) adds the guided alignment loss to summed_loss; () leaves its call as it was
+    guided = () if training.guided_alignment == 0 else (guided_alignment(
+        training.guided_alignment, train_examples, run_dir, distributed),)
 
     bf16 = use_bf16(training.bf16, device)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
@@ -188,13 +196,13 @@ def train(config: Config, command: str | None = None) -> Path:
         if result is not None:
             board.scalars(progress.step, "dev", {"loss": result.loss, "perplexity": result.perplexity,
                                                  "bleu": result.bleu, "chrf": result.chrf})
-            shown = range(min(training.examples, len(dev.examples)))
-            board.examples(progress.step, [result.source_tokens[i] for i in shown],
-                           [result.hypotheses[i] for i in shown], [dev.references[i] for i in shown],
-                           [result.hypothesis_tokens[i] for i in shown],
-                           [result.attentions[i] for i in shown],
-                           [_heads(model if average is None else average.model, dev, result, i,
-                                   device, tgt_vocab) for i in shown])
+            board.examples(progress.step, [result.source_tokens[i] for i in shown.indices],
+                           [result.hypotheses[i] for i in shown.indices],
+                           [dev.references[i] for i in shown.indices],
+                           [result.hypothesis_tokens[i] for i in shown.indices],
+                           [result.attentions[i] for i in shown.indices],
+                           [_heads(scored, dev, result, i, device, tgt_vocab) for i in shown.indices])
+            shown.log_gold(board, scored, dev, progress.step, device)
             log.info("step %d (%.1f min, %.1f CPU min): dev loss %.3f, ppl %.1f, BLEU %.2f, "
                      "chrF %.2f%s", progress.step, progress.train_seconds / 60,
                      progress.cpu_seconds / 60, result.loss, result.perplexity, result.bleu,
@@ -232,7 +240,7 @@ def train(config: Config, command: str | None = None) -> Path:
                                      training.tgt_word_dropout).to(device)
                 schedule.before_step(progress.step + 1)
                 with autocast:
-                    loss = weight * summed_loss(trained, batch, training.label_smoothing) / (
+                    loss = weight * summed_loss(trained, batch, training.label_smoothing, *guided) / (
                         global_tokens / distributed.world_size)  # DDP averages over ranks
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()

@@ -73,7 +73,7 @@ def test_rows_come_from_the_files(tmp_path):
     assert (bahdanau["architecture"], bahdanau["query"], bahdanau["subword"]) == ("rnn", "previous", "none")
     assert (bahdanau["test_bleu"], bahdanau["chrf"], bahdanau["aer"]) == (24.41, 40.15, None)
     luong = rows["luong"]
-    assert (luong["query"], luong["aer"], luong["dev_bleu"]) == ("current", 0.4123, 23.69)
+    assert (luong["query"], luong["aer"], luong["dev_bleu"]) == ("current", 41.23, 23.69)  # in points
     average = rows["luong (average_last5)"]
     assert (average["test_bleu"], average["dev_bleu"], average["parameters"]) == (26.5, None, 7_000_000)
     assert average["query"] == "current" and average["train_seconds"] == 1200.0

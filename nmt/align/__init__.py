@@ -1,0 +1,11 @@
+"""Word alignment: the model's attention (or eflomal) turned into Chinese–English links and scored.
+
+- `links`: Pharaoh links (`i-j`), the gold file and the input pairs to align;
+- `metrics`: precision, recall and alignment error rate against Sure/Possible gold links;
+- `units`: the model's tokens (jieba words, characters, subword pieces) mapped onto the gold's
+  units (Chinese characters, English Moses tokens) by character offsets;
+- `extract`: soft attention matrices → links (argmax, threshold, both directions);
+- `symmetrize`: grow-diag-final-and, for two directional alignments;
+- `forced`: teacher-forced decoding of the given English → attention matrices;
+- `aligner`: all of it with a trained checkpoint; `statistical`: eflomal beside it.
+"""

@@ -1,0 +1,110 @@
+"""Align sentence pairs with a trained model's attention, in the gold file's units.
+
+    aligner = AttentionAligner.from_checkpoint("runs/tatoeba/checkpoints/best.pt")
+    soft = aligner.soft(pairs)                      # attention per pair, see SoftAlignment
+    links = [s.links("argmax") for s in soft]       # {(Chinese char, English token)} per pair
+
+Each side is segmented as training segmented it (`make_tokenizers` of the checkpoint's config),
+forced-decoded (nmt/align/forced.py), and mapped onto the units by character offsets
+(nmt/align/units.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from nmt.align.extract import extract_links
+from nmt.align.forced import forced_attention
+from nmt.align.links import AlignPair, Link
+from nmt.align.units import coverage, merge_rows, project_source
+from nmt.config import Config
+from nmt.data.tokenize import make_tokenizers
+from nmt.data.vocab import Vocab
+from nmt.errors import NMTError
+from nmt.runtime import pick_device
+from nmt.translate import MAX_SOURCE_TOKENS
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SoftAlignment:
+    src_tokens: list[str]  # the model's source tokens
+    tgt_tokens: list[str]  # the model's target tokens (the given English, as training split it)
+    weights: np.ndarray | None  # (T, S) attention, one row per target token; None without attention
+    src_cover: list[list[int]]  # per source token, the Chinese characters it covers
+    tgt_cover: list[list[int]]  # per target token, the English units it covers
+    n_tgt_units: int
+
+    @property
+    def unit_weights(self) -> np.ndarray | None:
+        """(J, S): the rows merged into the J English units."""
+        if self.weights is None:
+            return None
+        return merge_rows(self.weights, self.tgt_cover, self.n_tgt_units)
+
+    def links(self, method: str = "argmax", threshold: float = 0.5) -> set[Link]:
+        """(Chinese character, English unit) links by `method` (nmt/align/extract.py)."""
+        weights = self.unit_weights
+        if weights is None:
+            return set()
+        return project_source(extract_links(weights, method, threshold), self.src_cover)
+
+
+class AttentionAligner:
+    def __init__(self, model, config: Config, src_vocab: Vocab, tgt_vocab: Vocab,
+                 device: torch.device | str | None = None, batch_size: int = 64):
+        """`config` is the one the model was trained with: it fixes the segmentation."""
+        self.model, self.config = model, config
+        self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
+        self.device = torch.device(device) if device is not None else next(model.parameters()).device
+        self.batch_size = batch_size
+        self.segmenter, self.tokenizer = make_tokenizers(config.data)
+        self.checkpoint: Path | None = None
+        self.step: int | None = None
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, device: str = "auto",
+                        batch_size: int = 64) -> AttentionAligner:
+        from nmt.checkpoint import load_checkpoint, model_from_checkpoint
+
+        checkpoint = load_checkpoint(path)
+        try:
+            model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, source=str(path))
+        except (KeyError, TypeError, ValueError) as error:
+            raise NMTError(f"{path}: incompatible checkpoint ({type(error).__name__}: {error}); "
+                           f"use a checkpoint written by this project's training") from None
+        device = pick_device(device)
+        aligner = cls(model.to(device), config, src_vocab, tgt_vocab, device, batch_size)
+        aligner.checkpoint = Path(path)
+        aligner.step = (checkpoint.get("progress") or {}).get("step")
+        return aligner
+
+    def _tokens(self, pair: AlignPair) -> tuple[list[str], list[str]]:
+        if not (pair.src_units and pair.tgt_units):
+            return [], []
+        src = self.segmenter.segment(pair.src_text)[:MAX_SOURCE_TOKENS]
+        tgt = self.tokenizer.tokenize(pair.tgt_text)[:MAX_SOURCE_TOKENS]
+        return src, tgt
+
+    def soft(self, pairs: list[AlignPair]) -> list[SoftAlignment]:
+        """Forced-decoded attention for every pair, in order."""
+        tokens = [self._tokens(pair) for pair in pairs]
+        weights = forced_attention(self.model, [self.src_vocab.encode(s) for s, _ in tokens],
+                                   [self.tgt_vocab.encode(t) for _, t in tokens],
+                                   self.batch_size, self.device)
+        if all(w is None for w in weights) and any(s for s, _ in tokens):
+            log.warning("this model returns no attention weights (model.attention = %s): "
+                        "every alignment is empty", getattr(self.config.model, "attention", "?"))
+        return [SoftAlignment(src, tgt, w, coverage(src, pair.src_units),
+                              coverage(tgt, pair.tgt_units), len(pair.tgt_units))
+                for (src, tgt), w, pair in zip(tokens, weights, pairs)]
+
+    def align(self, pairs: list[AlignPair], method: str = "argmax",
+              threshold: float = 0.5) -> list[set[Link]]:
+        return [soft.links(method, threshold) for soft in self.soft(pairs)]

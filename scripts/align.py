@@ -1,0 +1,92 @@
+"""Word alignment with a trained model's attention (or eflomal), in Pharaoh format.
+
+    python scripts/align.py configs/tatoeba.yaml --input pairs.tsv --output pairs.links
+    python scripts/align.py configs/tatoeba.yaml --gold ../shared/data/align/gold.tsv
+    python scripts/align.py configs/tatoeba.yaml --gold GOLD --method grow-diag-final-and
+    python scripts/align.py configs/tatoeba.yaml --gold GOLD --aligner eflomal --units char
+
+Input: `Chinese<TAB>English` lines (raw text), `id<TAB>Chinese<TAB>English` (space-separated
+units), or the gold file itself (stdin when neither --input nor --gold is given). Output: one line
+of links `i-j` per input line, Chinese character i - English Moses token j, both from 0 (the gold
+file's units, whatever the model's own units are). The model forced-decodes the given English
+(teacher forcing, no search) and its attention becomes links by --method:
+argmax (each English token to its most attended source word), threshold (every weight >=
+--threshold), intersect, union or grow-diag-final-and of the row- and column-wise argmax.
+eflomal learns from the training split plus the pairs, both directions, symmetrized by --method
+(default grow-diag-final-and).
+
+With --gold, the gold pairs are aligned and scored: precision, recall and alignment error rate go
+to runs/<name>/alignment.json (eflomal: runs/eflomal-<units>/alignment.json), the links beside it.
+"""
+
+from nmt.openmp import sleep_while_waiting
+
+sleep_while_waiting()  # before anything imports torch
+
+import argparse
+import sys
+
+from nmt.align.extract import METHODS
+from nmt.align.links import format_links, parse_pairs, read_gold, read_pairs
+from nmt.align.stage import (ALIGNERS, AlignOptions, align, alignment_path, score, soft_lines,
+                             write_evaluation, write_links)
+from nmt.cli import config_arguments, run_cli
+from nmt.config import load_config
+from nmt.errors import NMTError
+from nmt.io import atomic_write_lines
+from nmt.runtime import set_threads
+
+
+def main(args: argparse.Namespace) -> None:
+    config = load_config(args.config, args.overrides)
+    set_threads(config.training.threads)
+    options = AlignOptions(args.aligner, args.method, args.threshold, args.units, args.checkpoint)
+    options.check()
+    if args.gold and args.input:
+        raise NMTError("give --input (pairs to align) or --gold (the gold file, aligned and scored), "
+                       "not both")
+    if args.gold:
+        pairs = read_gold(args.gold)
+    elif args.input:
+        pairs = read_pairs(args.input)
+    else:
+        pairs = parse_pairs(sys.stdin.read().splitlines(), "<stdin>")
+    if args.soft and options.aligner != "attention":
+        raise NMTError("--soft writes attention weights: it needs --aligner attention")
+    result = align(config, pairs, options)
+    if args.soft:
+        atomic_write_lines(args.soft, soft_lines(pairs, result.soft))
+    if args.output:
+        write_links(args.output, result.links)
+    elif not args.gold:
+        sys.stdout.reconfigure(encoding="utf-8")
+        sys.stdout.write("".join(format_links(x) + "\n" for x in result.links))
+    if args.gold:
+        scores = score(pairs, result.links)
+        path = alignment_path(config, options)
+        write_evaluation(path, path.parent.name, args.gold, result, scores, " ".join(sys.argv))
+        print(f"{options.aligner} ({result.description['method']}): AER {100 * scores.aer:.1f}, "
+              f"precision {100 * scores.precision:.1f}, recall {100 * scores.recall:.1f} on "
+              f"{scores.pairs} pairs")
+        print(f"results: {path}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    config_arguments(parser)
+    parser.add_argument("--input", help="pairs to align, one a line (default: stdin)")
+    parser.add_argument("--output", help="where the links go (default: stdout)")
+    parser.add_argument("--gold", help="a gold alignment file: align its pairs and score them")
+    parser.add_argument("--checkpoint", help="a checkpoint file (default: the run's best.pt)")
+    parser.add_argument("--aligner", choices=ALIGNERS, default="attention")
+    parser.add_argument("--method", choices=METHODS,
+                        help="attention → links (default argmax); eflomal: intersect, union or "
+                             "grow-diag-final-and (the default) of its two directions")
+    parser.add_argument("--threshold", type=float, default=0.5,
+                        help="for --method threshold: the least weight that makes a link")
+    parser.add_argument("--units", choices=("char", "word"), default="char",
+                        help="eflomal: learn from characters or the training words (default char)")
+    parser.add_argument("--soft", metavar="FILE.jsonl",
+                        help="also write each pair's attention matrix, one JSON object a line")
+    run_cli(main, parser)

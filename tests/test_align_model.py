@@ -1,0 +1,147 @@
+"""Alignment with a model: forced decoding reads the attention training and search compute, the
+align script writes one line per pair, and eflomal (when installed) aligns a tiny corpus."""
+
+from __future__ import annotations
+
+import json
+import runpy
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from random_checkpoint import single_thread, write_random_checkpoint
+
+from nmt.align.aligner import AttentionAligner
+from nmt.align.forced import forced_attention
+from nmt.align.links import parse_pairs
+from nmt.config import Config, load_config
+from nmt.data.vocab import BOS_ID
+from nmt.model.seq2seq import build_model
+from nmt.translate import translate_token_ids
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    with single_thread():
+        yield
+
+
+@pytest.fixture
+def smoke(tmp_path: Path) -> Config:
+    return load_config(REPO / "configs" / "smoke.yaml", [f"runs_dir={tmp_path / 'runs'}"])
+
+
+@pytest.mark.parametrize("query", ["previous", "current"])
+def test_forced_decoding_is_the_attention_of_training_and_of_search(smoke, query):
+    torch.manual_seed(0)
+    model = build_model(replace(smoke.model, attention_query=query), 12, 10)
+    src = [[4, 5, 6], [7, 8, 9, 10, 11], [4]]
+    tgt = [[4, 5], [6, 7, 8, 9], [5, 5, 5]]
+    model.train()  # forced decoding must switch dropout off itself
+    forced = forced_attention(model, src, tgt, batch_size=2)
+    assert model.training
+    model.eval()
+    for s, t, weights in zip(src, tgt, forced):
+        # Training's call on this pair alone (no padding): row i predicted t[i]; the </s> row goes.
+        _, full = model(torch.tensor([s]), torch.tensor([len(s)]), torch.tensor([[BOS_ID] + t]))
+        assert weights.shape == (len(t), len(s))
+        np.testing.assert_allclose(weights, full[0, : len(t)].detach().numpy(), atol=1e-5)
+    # Search keeps the attention of each step; forcing its own output gives the same rows.
+    greedy = replace(smoke.search, beam_size=1, n_best=1, max_length_ratio=1.0)
+    hypotheses = translate_token_ids(model, src, greedy, keep_attention=True)
+    outputs = [[int(x) for x in h.tokens] for h in hypotheses]
+    refound = forced_attention(model, src, outputs)
+    for hyp, weights, out in zip(hypotheses, refound, outputs):
+        if out:
+            np.testing.assert_allclose(weights, hyp.attention[: len(out)], atol=1e-5)
+    assert forced_attention(model, [[4], []], [[], [5]]) == [None, None]
+
+
+def test_aligner_units_and_no_attention(tmp_path, smoke):
+    checkpoint = write_random_checkpoint(tmp_path / "best.pt", smoke)
+    aligner = AttentionAligner.from_checkpoint(checkpoint, device="cpu")
+    pairs = parse_pairs(["汤姆喜欢猫。\tTom likes cats.", "", "猫\t"])
+    soft = aligner.soft(pairs)
+    assert soft[0].src_tokens == ["汤姆", "喜欢", "猫", "。"]  # jieba words, as in training
+    assert soft[0].src_cover == [[0, 1], [2, 3], [4], [5]]
+    assert soft[0].weights.shape == (4, 4) and soft[0].unit_weights.shape == (4, 4)
+    links = soft[0].links("argmax")
+    assert len({j for _, j in links}) == 4  # every English token linked ...
+    assert all(i in range(6) for i, _ in links)  # ... to Chinese characters
+    assert soft[1].links() == set() and soft[2].links() == set()
+
+    none = replace(smoke, model=replace(smoke.model, attention="none"))
+    flat = write_random_checkpoint(tmp_path / "none.pt", none)
+    assert AttentionAligner.from_checkpoint(flat, device="cpu").align(pairs) == [set(), set(), set()]
+
+
+def _align(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "scripts" / "align.py"), *args],
+                          capture_output=True, text=True, check=False, encoding="utf-8",
+                          timeout=120, cwd=REPO)
+
+
+def _align_here(monkeypatch, *args: str) -> int:
+    """The script in this process (no second torch import): its exit status."""
+    monkeypatch.setattr(sys, "argv", ["align.py", *args])
+    try:
+        runpy.run_path(str(REPO / "scripts" / "align.py"), run_name="__main__")
+    except SystemExit as exit:
+        return int(exit.code or 0)
+    return 0
+
+
+def test_script_one_line_per_pair_gold_scores_and_bad_lines(tmp_path, smoke, monkeypatch, capsys):
+    write_random_checkpoint(smoke.run_dir / "checkpoints" / "best.pt", smoke)
+    config = [str(REPO / "configs" / "smoke.yaml"), f"runs_dir={smoke.runs_dir}", "training.device=cpu"]
+    source, output, soft = tmp_path / "pairs.tsv", tmp_path / "pairs.links", tmp_path / "soft.jsonl"
+    source.write_text("汤姆喜欢猫。\tTom likes cats.\n\n玛丽喜欢狗。\tMary likes dogs.\n", encoding="utf-8")
+    done = _align(*config, "--input", str(source), "--output", str(output), "--soft", str(soft),
+                  "--method", "grow-diag-final-and")
+    assert done.returncode == 0, done.stderr
+    lines = output.read_text(encoding="utf-8").split("\n")
+    assert len(lines) == 3 + 1 and lines[1] == "" and lines[0] and lines[2]
+    records = [json.loads(line) for line in soft.read_text(encoding="utf-8").splitlines()]
+    assert len(records) == 3 and records[0]["src_units"] == list("汤姆喜欢猫。")
+
+    gold = tmp_path / "gold.tsv"
+    gold.write_text("a\t汤 姆 喜 欢 猫 。\tTom likes cats .\t0-0 1-0 2-1 3-1 4-2 5-3\t\n"
+                    "b\t玛 丽 喜 欢 狗 。\tMary likes dogs .\t0-0 1-0 2-1 3-1 4-2 5-3\t2-0\n",
+                    encoding="utf-8")
+    assert _align_here(monkeypatch, *config, "--gold", str(gold)) == 0
+    assert "AER" in capsys.readouterr().out
+    report = json.loads((smoke.run_dir / "alignment.json").read_text(encoding="utf-8"))
+    assert report["pairs"] == 2 and 0.0 <= report["aer"] <= 1.0 and report["method"] == "argmax"
+    assert report["counts"]["sure"] == 12 and report["counts"]["predicted"] >= 8
+    assert len((smoke.run_dir / "alignment.links.txt").read_text().splitlines()) == 2
+
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("汤姆喜欢猫。\tTom likes cats.\n玛丽喜欢狗。 Mary likes dogs.\n", encoding="utf-8")
+    assert _align_here(monkeypatch, *config, "--input", str(bad), "--output",
+                       str(tmp_path / "bad.links")) == 2
+    assert f"{bad}:2" in capsys.readouterr().err and not (tmp_path / "bad.links").exists()
+
+
+def test_eflomal_aligns_a_tiny_corpus():
+    pytest.importorskip("eflomal", reason="eflomal is installed by `make setup`")
+    from nmt.align.statistical import align_with_eflomal, characters
+
+    assert characters(["汤姆", "有", "3", "DVD"]) == ["汤", "姆", "有", "3", "DVD"]
+    words = {"汤姆": "Tom", "玛丽": "Mary", "猫": "cats", "狗": "dogs", "书": "books", "茶": "tea",
+             "喜欢": "likes", "需要": "needs", "买": "buys"}
+    train_zh, train_en = [], []
+    for n in ["汤姆", "玛丽"]:
+        for v in ["喜欢", "需要", "买"]:
+            for t in ["猫", "狗", "书", "茶"]:
+                train_zh.append([n, v, t, "。"])
+                train_en.append([words[n], words[v], words[t], "."])
+    pairs = parse_pairs(["x\t玛 丽 喜 欢 茶 。\tMary likes tea .\t0-0 1-0 2-1 3-1 4-2 5-3\t"])
+    [links] = align_with_eflomal(pairs, train_zh * 3, train_en * 3, units="char")
+    # 玛 and 丽 always come together: eflomal links "Mary" to one of them or to both.
+    assert {(2, 1), (3, 1), (4, 2), (5, 3)} <= links <= pairs[0].sure and links & {(0, 0), (1, 0)}
