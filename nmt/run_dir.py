@@ -30,11 +30,15 @@ def _flatten(tree: dict, prefix: str = "") -> dict:
 
 
 def config_differences(saved: dict, current: dict) -> list[str]:
-    """Dotted keys whose values differ, ignoring those a resumed run may change."""
+    """Dotted keys whose values differ, ignoring those a resumed run may change.
+
+    A key the saved config lacks (it was added to the schema after the run started) differs only
+    when the current value is not the key's default: the run was trained with that default."""
     old, new = _flatten(saved), _flatten(current)
+    defaults = _flatten(Config().to_dict())
     return sorted(
-        key for key in old.keys() | new.keys()
-        if old.get(key) != new.get(key) and not key.startswith(RESUMABLE_PREFIXES)
+        key for key in new
+        if old.get(key, defaults.get(key)) != new.get(key) and not key.startswith(RESUMABLE_PREFIXES)
     )
 
 

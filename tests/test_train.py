@@ -223,3 +223,13 @@ def test_max_minutes_ends_the_run_and_the_command_is_recorded(smoke_config):
     assert 0 < summary["cpu_seconds"] and summary["threads"] == 1
     assert (run_dir / "commands.txt").read_text().rstrip().endswith(
         "python scripts/train.py configs/smoke.yaml")
+
+
+def test_a_run_saved_before_a_key_existed_resumes_when_the_key_keeps_its_default(smoke_config):
+    from nmt.run_dir import config_differences
+
+    saved = smoke_config.to_dict()
+    del saved["model"]["architecture"], saved["training"]["src_word_dropout"]  # an older schema
+    assert config_differences(saved, smoke_config.to_dict()) == []
+    changed = with_training(smoke_config, src_word_dropout=0.1).to_dict()
+    assert config_differences(saved, changed) == ["training.src_word_dropout"]
