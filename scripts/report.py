@@ -6,11 +6,13 @@ evaluated into results.<label>.json, get rows of their own.
     python scripts/report.py [--runs runs]
     python scripts/report.py --markdown      # a Markdown table for the README, signatures below
     python scripts/report.py --commands      # and the commands that made each run
+    python scripts/report.py --curves        # and each run's dev BLEU against (CPU) minutes
 """
 
 import argparse
 
 from nmt.cli import run_cli
+from nmt.curves import format_curves
 from nmt.report import collect_runs, format_commands, format_markdown, format_table
 
 
@@ -23,6 +25,9 @@ def main(args: argparse.Namespace) -> None:
     if args.commands:
         print()
         print(format_commands(args.runs, rows))
+    if args.curves:
+        print()
+        print(format_curves(args.runs, sorted({row["run"] for row in rows})))
 
 
 if __name__ == "__main__":
@@ -33,4 +38,6 @@ if __name__ == "__main__":
                         help="print a Markdown table, with the sacrebleu signatures once below it")
     parser.add_argument("--commands", action="store_true",
                         help="also list the commands recorded in each run's commands.txt")
+    parser.add_argument("--curves", action="store_true",
+                        help="also print each run's dev BLEU at every validation, with its minutes")
     run_cli(main, parser)

@@ -118,3 +118,24 @@ def test_commands_and_the_script(tmp_path, monkeypatch, capsys):
     runpy.run_path(str(script), run_name="__main__")
     out = capsys.readouterr().out
     assert "| transformer | transformer |" in out and "bahdanau:\n  2026-12-03" in out
+
+
+def test_curves_pair_dev_bleu_with_minutes_from_the_events(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    from nmt.curves import dev_curve, format_curves
+
+    writer = SummaryWriter(str(tmp_path / "run" / "tensorboard"))
+    for step, bleu in ((250, 3.5), (500, 8.25)):
+        writer.add_scalar("dev/bleu", bleu, step)
+        writer.add_scalar("time/minutes", step / 50, step)
+        writer.add_scalar("time/cpu_minutes", step / 100, step)
+    writer.add_scalar("dev/bleu", 9.0, 600)  # a run from before time/ was logged: no minutes
+    writer.close()
+    assert dev_curve(tmp_path / "run") == [
+        {"step": 250, "minutes": 5.0, "cpu_minutes": 2.5, "bleu": 3.5},
+        {"step": 500, "minutes": 10.0, "cpu_minutes": 5.0, "bleu": 8.25},
+        {"step": 600, "minutes": None, "cpu_minutes": None, "bleu": 9.0}]
+    table = format_curves(tmp_path, ["run", "missing"])
+    assert "| 500 | 10.0 | 5.0 | 8.25 |" in table and "| 600 | - | - | 9.00 |" in table
+    assert "missing" not in table
