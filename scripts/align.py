@@ -34,13 +34,15 @@ from nmt.cli import config_arguments, run_cli
 from nmt.config import load_config
 from nmt.errors import NMTError
 from nmt.io import atomic_write_lines
+from nmt.lines import decode_lines
 from nmt.runtime import set_threads
 
 
 def main(args: argparse.Namespace) -> None:
     config = load_config(args.config, args.overrides)
     set_threads(config.training.threads)
-    options = AlignOptions(args.aligner, args.method, args.threshold, args.units, args.checkpoint)
+    options = AlignOptions(args.aligner, args.method, args.threshold, args.units, args.checkpoint,
+                           args.layer, args.head)
     options.check()
     if args.gold and args.input:
         raise NMTError("give --input (pairs to align) or --gold (the gold file, aligned and scored), "
@@ -50,7 +52,7 @@ def main(args: argparse.Namespace) -> None:
     elif args.input:
         pairs = read_pairs(args.input)
     else:
-        pairs = parse_pairs(sys.stdin.read().splitlines(), "<stdin>")
+        pairs = parse_pairs(decode_lines(sys.stdin.buffer.read(), "<stdin>"), "<stdin>")
     if args.soft and options.aligner != "attention":
         raise NMTError("--soft writes attention weights: it needs --aligner attention")
     result = align(config, pairs, options)
@@ -87,6 +89,11 @@ if __name__ == "__main__":
                         help="for --method threshold: the least weight that makes a link")
     parser.add_argument("--units", choices=("char", "word"), default="char",
                         help="eflomal: learn from characters or the training words (default char)")
+    parser.add_argument("--layer", type=int,
+                        help="align with this decoder layer's cross-attention (a Transformer's; "
+                             "-1: the last); default: the model's own alignment")
+    parser.add_argument("--head", type=int,
+                        help="with one head of that layer instead of their average")
     parser.add_argument("--soft", metavar="FILE.jsonl",
                         help="also write each pair's attention matrix, one JSON object a line")
     run_cli(main, parser)

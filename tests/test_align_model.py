@@ -20,6 +20,7 @@ from nmt.align.forced import forced_attention
 from nmt.align.links import parse_pairs
 from nmt.config import Config, load_config
 from nmt.data.vocab import BOS_ID
+from nmt.errors import NMTError
 from nmt.model.seq2seq import build_model
 from nmt.translate import translate_token_ids
 
@@ -61,6 +62,39 @@ def test_forced_decoding_is_the_attention_of_training_and_of_search(smoke, query
         if out:
             np.testing.assert_allclose(weights, hyp.attention[: len(out)], atol=1e-5)
     assert forced_attention(model, [[4], []], [[], [5]]) == [None, None]
+
+
+def test_a_chosen_layer_and_head_of_a_transformer(smoke):
+    torch.manual_seed(0)
+    config = replace(smoke.model, architecture="transformer", encoder_layers=2, decoder_layers=2)
+    model = build_model(config, 12, 10).eval()
+    src, tgt = [[4, 5, 6], [7, 8, 9, 10, 11]], [[4, 5], [6, 7, 8, 9]]
+    own = forced_attention(model, src, tgt)  # the alignment layer (the last), heads averaged
+    last = forced_attention(model, src, tgt, layer=-1)
+    first = forced_attention(model, src, tgt, layer=0)
+    heads = [forced_attention(model, src, tgt, layer=1, head=h) for h in range(config.heads)]
+    for i in range(len(src)):
+        np.testing.assert_allclose(own[i], last[i], atol=1e-6)
+        np.testing.assert_allclose(np.mean([h[i] for h in heads], axis=0), own[i], atol=1e-6)
+        assert not np.allclose(first[i], own[i]) and not np.allclose(heads[0][i], own[i])
+        np.testing.assert_allclose(heads[0][i].sum(axis=1), 1.0, atol=1e-5)
+    with pytest.raises(NMTError, match="--layer 2: the model has 2 decoder layer"):
+        forced_attention(model, src, tgt, layer=2)
+    with pytest.raises(NMTError, match="--head 9"):
+        forced_attention(model, src, tgt, head=9)
+    # A recurrent model answers as one layer with one head.
+    rnn = build_model(smoke.model, 12, 10).eval()
+    np.testing.assert_allclose(forced_attention(rnn, src, tgt, layer=0, head=0)[1],
+                               forced_attention(rnn, src, tgt)[1], atol=1e-6)
+
+
+def test_pairs_split_at_newlines_only(tmp_path):
+    from nmt.align.links import read_pairs
+
+    path = tmp_path / "pairs.tsv"
+    path.write_bytes("汤姆\r喜欢猫。\tTom likes cats.\r\n我们\u2028想要茶。\tWe want tea.\n".encode())
+    pairs = read_pairs(path)
+    assert len(pairs) == 2 and pairs[0].tgt_text == "Tom likes cats."
 
 
 def test_aligner_units_and_no_attention(tmp_path, smoke):

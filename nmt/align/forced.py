@@ -14,14 +14,20 @@ import numpy as np
 import torch
 
 from nmt.data.batching import Example, collate
+from nmt.errors import NMTError
 
 
 def forced_attention(model, src_ids: list[list[int]], tgt_ids: list[list[int]],
-                     batch_size: int = 64, device: torch.device | str | None = None
+                     batch_size: int = 64, device: torch.device | str | None = None,
+                     layer: int | None = None, head: int | None = None
                      ) -> list[np.ndarray | None]:
     """One (len(tgt), len(src)) float32 matrix per pair, in input order; None for a pair with an
     empty side or for a model without attention. The model is put in eval mode (no dropout) and
-    back into its former mode after."""
+    back into its former mode after.
+
+    By default the weights are the model's own alignment (for a Transformer, its alignment
+    layer's heads averaged); `layer` and `head` pick another decoder layer and one head instead
+    (from `model.attention_heads`, which a recurrent model answers with one layer, one head)."""
     device = torch.device(device) if device is not None else next(model.parameters()).device
     examples = [Example(list(s), list(t)) for s, t in zip(src_ids, tgt_ids, strict=True)]
     results: list[np.ndarray | None] = [None] * len(examples)
@@ -33,7 +39,7 @@ def forced_attention(model, src_ids: list[list[int]], tgt_ids: list[list[int]],
         with torch.inference_mode():
             for start in range(0, len(order), batch_size):
                 batch = collate(examples, order[start:start + batch_size]).to(device)
-                _, weights = model(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T, S)
+                weights = _weights(model, batch, layer, head)  # (B, T, S)
                 if weights is None:
                     return [None] * len(examples)
                 weights = weights.float().cpu().numpy()
@@ -43,3 +49,23 @@ def forced_attention(model, src_ids: list[list[int]], tgt_ids: list[list[int]],
     finally:
         model.train(was_training)
     return results
+
+
+def _weights(model, batch, layer: int | None, head: int | None):
+    """The attention of one batch, (B, T, S), or None for a model without attention."""
+    if layer is None and head is None:
+        return model(batch.src, batch.src_lengths, batch.tgt_in)[1]
+    heads = model.attention_heads(batch.src, batch.src_lengths, batch.tgt_in)  # (B, L, H, T, S)
+    if heads is None:
+        return None
+    layers, per_layer = heads.size(1), heads.size(2)
+    if layer is None:
+        layer = getattr(model, "alignment_layer", layers - 1)
+    if not -layers <= layer < layers:
+        raise NMTError(f"--layer {layer}: the model has {layers} decoder layer(s); use 0.."
+                       f"{layers - 1}, or -1 for the last")
+    if head is not None and not -per_layer <= head < per_layer:
+        raise NMTError(f"--head {head}: the model has {per_layer} head(s) a layer; use 0.."
+                       f"{per_layer - 1}, or leave it out for their average")
+    chosen = heads[:, layer]  # (B, H, T, S)
+    return chosen.mean(dim=1) if head is None else chosen[:, head]

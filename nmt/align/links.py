@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nmt.errors import NMTError
+from nmt.lines import decode_lines
 
 Link = tuple[int, int]  # (Chinese unit, English unit)
 
@@ -69,11 +70,8 @@ def read_pairs(path: str | Path) -> list[AlignPair]:
     path = Path(path)
     if not path.is_file():
         raise NMTError(f"{path}: file not found")
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise NMTError(f"{path}: not UTF-8 text") from None
-    return parse_pairs(lines, str(path))
+    # Split at "\n" only, as every reader here: a lone "\r" or U+2028 stays inside its line.
+    return parse_pairs(decode_lines(path.read_bytes(), str(path)), str(path))
 
 
 def parse_pairs(lines: list[str], name: str = "<input>") -> list[AlignPair]:

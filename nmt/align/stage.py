@@ -33,6 +33,8 @@ class AlignOptions:
     threshold: float = 0.5  # attention, method threshold
     units: str = "char"  # eflomal only: the Chinese it learns from (char | word)
     checkpoint: str | None = None  # attention: default the run's eval.checkpoint (best, else last)
+    layer: int | None = None  # attention: a decoder layer's cross-attention (default the model's own)
+    head: int | None = None  # attention: one head of it (default their average)
 
     def check(self) -> None:
         if self.aligner not in ALIGNERS:
@@ -78,10 +80,11 @@ def align(config: Config, pairs: list[AlignPair], options: AlignOptions) -> Alig
         config, config.eval.checkpoint)
     aligner = AttentionAligner.from_checkpoint(path, device=config.training.device,
                                                batch_size=config.search.batch_size)
-    soft = aligner.soft(pairs)
+    soft = aligner.soft(pairs, options.layer, options.head)
     links = [s.links(options.method, options.threshold) for s in soft]
     description = {"aligner": "attention", "attention": getattr(aligner.config.model, "attention", None),
-                   "method": options.method, "checkpoint": str(path), "step": aligner.step}
+                   "method": options.method, "checkpoint": str(path), "step": aligner.step,
+                   "layer": options.layer, "head": options.head}
     if options.method == "threshold":
         description["threshold"] = options.threshold
     return AlignResult(links, soft, description)
