@@ -29,7 +29,8 @@ log = logging.getLogger(__name__)
 
 COLUMNS = [("name", "run"), ("architecture", "architecture"), ("attention", "attention"),
            ("query", "query order"), ("subword", "subword"), ("parameters", "params"),
-           ("step", "steps"), ("train_seconds", "train time"), ("dev_bleu", "dev BLEU"),
+           ("step", "steps"), ("train_seconds", "train time"), ("cpu_seconds", "CPU time"),
+           ("dev_bleu", "dev BLEU"),
            ("test_bleu", "test BLEU"), ("chrf", "chrF"), ("aer", "AER")]
 TEXT_COLUMNS = 5  # the first five are words: left-aligned
 
@@ -85,6 +86,7 @@ def _from_checkpoint(run: Path) -> tuple[dict, dict | None]:
         metric = config.get("training", {}).get("early_stopping_metric", "bleu")
         return {"parameters": parameters, "step": progress.get("step"),
                 "train_seconds": progress.get("train_seconds"),
+                "cpu_seconds": progress.get("cpu_seconds"),
                 "dev_bleu": progress.get("best_score") if metric == "bleu" else None}, config
     return {}, None
 
@@ -123,6 +125,7 @@ def _run_row(run: Path) -> tuple[dict, dict | None] | None:
     if summary is not None:
         row.update({"parameters": summary.get("parameters"), "step": summary.get("step"),
                     "train_seconds": summary.get("train_seconds"),
+                    "cpu_seconds": summary.get("cpu_seconds"),
                     "dev_bleu": summary.get("best_dev_bleu")})
     else:
         facts, checkpoint_config = _from_checkpoint(run)
@@ -160,9 +163,9 @@ def _labelled_rows(run: Path, own: dict, by_name: dict[str, dict]) -> list[dict]
             row["parameters"] = (sum(r["parameters"] for r in member_runs)
                                  if all(r and r.get("parameters") for r in member_runs) else None)
             distinct = {r["run"]: r for r in member_runs if r}.values()
-            row["train_seconds"] = (sum(r["train_seconds"] for r in distinct)
-                                    if all(r and r.get("train_seconds") is not None
-                                           for r in member_runs) else None)
+            for key in ("train_seconds", "cpu_seconds"):
+                row[key] = (sum(r[key] for r in distinct)
+                            if all(r and r.get(key) is not None for r in member_runs) else None)
             row["step"] = None
         _scores(row, results)
         rows.append(row)
@@ -191,7 +194,7 @@ def _cell(key: str, value) -> str:
         return "-"
     if key == "parameters":
         return f"{value / 1e6:.1f}M"
-    if key == "train_seconds":
+    if key in ("train_seconds", "cpu_seconds"):
         minutes, seconds = divmod(round(value), 60)
         hours, minutes = divmod(minutes, 60)
         return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"

@@ -37,6 +37,7 @@ def make_runs(runs: Path) -> None:
                                                          "attention_query": "previous"}})
     _write(runs / "bahdanau" / "train_summary.json", {
         "attention": "additive", "parameters": 9_700_000, "step": 5744, "train_seconds": 1806.0,
+        "cpu_seconds": 3500.0,
         "best_dev_bleu": 21.94})
     _write(runs / "bahdanau" / "results.json", _results(24.41, 40.15))
     _write(runs / "bahdanau" / "commands.txt",
@@ -47,7 +48,7 @@ def make_runs(runs: Path) -> None:
                                             "data": {"subword": "none"}})
     _write(runs / "luong" / "train_summary.json", {
         "architecture": "rnn", "attention": "additive", "parameters": 7_000_000, "step": 6000,
-        "train_seconds": 1200.0, "best_dev_bleu": 23.69})
+        "train_seconds": 1200.0, "cpu_seconds": 1000.0, "best_dev_bleu": 23.69})
     _write(runs / "luong" / "results.json", _results(26.08, 41.39))
     _write(runs / "luong" / "alignment.json", {"aer": 0.4123})
     _write(runs / "luong" / "results.average_last5.json", _results(
@@ -79,6 +80,7 @@ def test_rows_come_from_the_files(tmp_path):
     assert average["query"] == "current" and average["train_seconds"] == 1200.0
     ensemble = rows["luong (ensemble)"]
     assert ensemble["parameters"] == 16_700_000 and ensemble["train_seconds"] == 3006.0
+    assert ensemble["cpu_seconds"] == 4500.0  # both members' runs, once each
     assert ensemble["test_bleu"] == 27.25 and ensemble["step"] is None
     transformer = rows["transformer"]
     assert (transformer["architecture"], transformer["query"], transformer["subword"]) == (
@@ -91,10 +93,10 @@ def test_plain_and_markdown_tables(tmp_path):
     table = format_table(rows).splitlines()
     assert table[0].split()[:4] == ["run", "architecture", "attention", "query"]
     assert table[2].split() == ["bahdanau", "rnn", "additive", "previous", "none", "9.7M", "5744",
-                                "30m06s", "21.94", "24.41", "40.15", "-"]
+                                "30m06s", "58m20s", "21.94", "24.41", "40.15", "-"]
     markdown = format_markdown(rows).splitlines()
     assert markdown[0].startswith("| run | architecture |") and markdown[1].startswith("|---|")
-    assert "| luong (ensemble) | rnn | additive | current | none | 16.7M | - | 50m06s | - | 27.25 |" in markdown[5]
+    assert "| luong (ensemble) | rnn | additive | current | none | 16.7M | - | 50m06s | 1h15m | - | 27.25 |" in markdown[5]
     assert markdown[-3:] == [f"BLEU: sacrebleu `{SIGNATURE}`", "",
                              f"chrF: sacrebleu `{CHRF_SIGNATURE}`"]
     assert sum(SIGNATURE in line for line in markdown) == 1  # once, below the table
