@@ -100,7 +100,17 @@ def model_from_checkpoint(checkpoint: dict[str, Any], source: str = "checkpoint"
     """Rebuild the trained model, its config and vocabularies; the model is in eval mode.
 
     `architecture`: the model family the caller's config names; a checkpoint of the other
-    family is an NMTError naming both (the checkpoint's own config builds the model)."""
+    family is an NMTError naming both (the checkpoint's own config builds the model). A
+    checkpoint that lacks a part or holds the wrong kind of thing is an NMTError too."""
+    try:
+        return _model_from_checkpoint(checkpoint, source, architecture)
+    except (KeyError, TypeError, ValueError) as error:
+        raise NMTError(f"{source}: incompatible checkpoint ({type(error).__name__}: {error}); "
+                       f"use a checkpoint written by this project's training") from None
+
+
+def _model_from_checkpoint(checkpoint: dict[str, Any], source: str, architecture: str | None
+                           ) -> tuple[nn.Module, Config, Vocab, Vocab]:
     config = build_config(checkpoint["config"], source=source)
     if architecture is not None and architecture != config.model.architecture:
         raise NMTError(

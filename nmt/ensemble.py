@@ -92,11 +92,7 @@ def load_ensemble(paths: list[str | Path]):
     models, checkpoints, first = [], [], None
     for path in paths:
         checkpoint = load_checkpoint(path)
-        try:
-            model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, source=str(path))
-        except (KeyError, TypeError, ValueError) as error:
-            raise NMTError(f"{path}: incompatible checkpoint ({type(error).__name__}: {error}); "
-                           f"use a checkpoint written by this project's training") from None
+        model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, source=str(path))
         if first is None:
             first = (path, config, src_vocab, tgt_vocab)
         else:

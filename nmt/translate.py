@@ -155,12 +155,7 @@ class Translator:
         from nmt.checkpoint import load_checkpoint, model_from_checkpoint
 
         checkpoint = load_checkpoint(path)
-        try:
-            model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, str(path),
-                                                                        architecture)
-        except (KeyError, TypeError, ValueError) as error:
-            raise NMTError(f"{path}: incompatible checkpoint ({type(error).__name__}: {error}); "
-                           f"use a checkpoint written by this project's training") from None
+        model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, str(path), architecture)
         device = pick_device(device)
         translator = cls(model.to(device), config, src_vocab, tgt_vocab, search, device,
                          keep_attention, checkpoint.get("subword"))

@@ -25,7 +25,6 @@ from nmt.align.units import coverage, merge_rows, project_source
 from nmt.config import Config
 from nmt.data.tokenize import make_tokenizers
 from nmt.data.vocab import Vocab
-from nmt.errors import NMTError
 from nmt.runtime import pick_device
 from nmt.translate import MAX_SOURCE_TOKENS
 
@@ -74,11 +73,7 @@ class AttentionAligner:
         from nmt.checkpoint import load_checkpoint, model_from_checkpoint
 
         checkpoint = load_checkpoint(path)
-        try:
-            model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, source=str(path))
-        except (KeyError, TypeError, ValueError) as error:
-            raise NMTError(f"{path}: incompatible checkpoint ({type(error).__name__}: {error}); "
-                           f"use a checkpoint written by this project's training") from None
+        model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, source=str(path))
         device = pick_device(device)
         aligner = cls(model.to(device), config, src_vocab, tgt_vocab, device, batch_size)
         aligner.checkpoint = Path(path)
