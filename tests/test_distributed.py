@@ -157,7 +157,9 @@ def test_rank_0_alone_writes_files_and_logs(two_rank_run):
     events = [f for f in files if f.startswith("tensorboard/")]
     assert len(events) == 1, files  # one SummaryWriter, rank 0's
     assert [f for f in files if f not in events] == [
-        "checkpoints/best.pt", "checkpoints/last.pt", "config.yaml", "train_summary.json"]
+        "checkpoints/best.pt", "checkpoints/last.pt", "commands.txt", "config.yaml",
+        "train_summary.json"]
+    assert (run_dir / "commands.txt").read_text().count("torchrun --nproc-per-node 2") == 1
     assert 1 not in two_rank_run.written, two_rank_run.written
     # last.pt every 5 steps; best.pt after each validation (10, 20) that improved.
     names = [Path(p).name for p in two_rank_run.written[0]]
