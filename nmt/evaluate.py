@@ -26,6 +26,7 @@ import sacrebleu
 from tqdm import tqdm
 
 from nmt.config import Config
+from nmt.ensemble import WHERE_KEYS  # data settings that may differ: where, not what
 from nmt.errors import NMTError
 from nmt.io import atomic_write_json, atomic_write_lines, read_lines
 from nmt.translate import Translator, find_checkpoint
@@ -33,9 +34,6 @@ from nmt.translate import Translator, find_checkpoint
 RUN_CHECKPOINTS = ("best.pt", "last.pt")  # the run's own: scored into results.json
 
 log = logging.getLogger(__name__)
-
-# Data settings that may differ between training and evaluation: where, not what.
-_WHERE_KEYS = ("corpus", "prepared_dir", "workers")
 
 
 def evaluate(config: Config, checkpoint: str | Path | list | None = None, prepared=None,
@@ -158,7 +156,7 @@ def _check_same_data(config: Config, trained: Config, path: Path) -> None:
     """The references must come from the data the checkpoint was trained with: another split
     seed or size would score the model on its own training sentences."""
     ours, theirs = dataclasses.asdict(config.data), dataclasses.asdict(trained.data)
-    differ = sorted(k for k in ours if k not in _WHERE_KEYS and ours[k] != theirs.get(k))
+    differ = sorted(k for k in ours if k not in WHERE_KEYS and ours[k] != theirs.get(k))
     if differ:
         shown = ", ".join(f"data.{k} ({theirs.get(k)!r} in the checkpoint, {ours[k]!r} here)"
                           for k in differ)
