@@ -191,6 +191,18 @@ def test_smoke_bpe_prepares_trains_evaluates_and_translates_in_whole_words(smoke
     alone = Translator.from_checkpoint(run_dir / "checkpoints" / "best.pt", search, device="cpu")
     with single_thread():
         assert alone.translate(lines[:1])[0].text == translations[0].text
+    # Alignment reads the same pieces as the model (not words it would see as <unk>), and
+    # gives links between the gold units: characters and whole English tokens.
+    from nmt.align.aligner import AttentionAligner
+    from nmt.align.links import parse_pairs
+    from nmt.data.vocab import UNK_ID
+
+    aligner = AttentionAligner.from_checkpoint(run_dir / "checkpoints" / "best.pt", device="cpu")
+    pair = parse_pairs(["汤姆喜欢猫。\tTom likes cats."])[0]
+    src, tgt = aligner._tokens(pair)
+    assert UNK_ID not in aligner.src_vocab.encode(src) + aligner.tgt_vocab.encode(tgt)
+    links = aligner.align([pair])[0]
+    assert links and all(i < len("汤姆喜欢猫。") and j < 4 for i, j in links)
     hypotheses = (run_dir / "hypotheses.test.en").read_text(encoding="utf-8")
     assert WORD_START not in hypotheses and results["sentences"] > 0
     assert shown, "validation showed examples"

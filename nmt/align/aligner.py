@@ -23,6 +23,7 @@ from nmt.align.forced import forced_attention
 from nmt.align.links import AlignPair, Link
 from nmt.align.units import coverage, merge_rows, project_source
 from nmt.config import Config
+from nmt.data.subword import Subwords, SubwordSegmenter, load_models
 from nmt.data.tokenize import make_tokenizers
 from nmt.data.vocab import Vocab
 from nmt.runtime import pick_device
@@ -57,13 +58,22 @@ class SoftAlignment:
 
 class AttentionAligner:
     def __init__(self, model, config: Config, src_vocab: Vocab, tgt_vocab: Vocab,
-                 device: torch.device | str | None = None, batch_size: int = 64):
-        """`config` is the one the model was trained with: it fixes the segmentation."""
+                 device: torch.device | str | None = None, batch_size: int = 64,
+                 subwords: dict[str, bytes] | None = None):
+        """`config` is the one the model was trained with: it fixes the segmentation, and with
+        `data.subword` the sentencepiece models ({lang: bytes}, by default those of its prepared
+        folder) cut both sides into the pieces the model reads."""
         self.model, self.config = model, config
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.device = torch.device(device) if device is not None else next(model.parameters()).device
         self.batch_size = batch_size
         self.segmenter, self.tokenizer = make_tokenizers(config.data)
+        self.target_pieces: Subwords | None = None
+        if config.data.subword != "none":
+            models = subwords or load_models(Path(config.data.prepared_dir) / config.data_hash(),
+                                             config.data)
+            self.segmenter = SubwordSegmenter(self.segmenter, Subwords(models["zh"]))
+            self.target_pieces = Subwords(models["en"])
         self.checkpoint: Path | None = None
         self.step: int | None = None
 
@@ -75,7 +85,8 @@ class AttentionAligner:
         checkpoint = load_checkpoint(path)
         model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, source=str(path))
         device = pick_device(device)
-        aligner = cls(model.to(device), config, src_vocab, tgt_vocab, device, batch_size)
+        aligner = cls(model.to(device), config, src_vocab, tgt_vocab, device, batch_size,
+                      checkpoint.get("subword"))
         aligner.checkpoint = Path(path)
         aligner.step = (checkpoint.get("progress") or {}).get("step")
         return aligner
@@ -84,8 +95,10 @@ class AttentionAligner:
         if not (pair.src_units and pair.tgt_units):
             return [], []
         src = self.segmenter.segment(pair.src_text)[:MAX_SOURCE_TOKENS]
-        tgt = self.tokenizer.tokenize(pair.tgt_text)[:MAX_SOURCE_TOKENS]
-        return src, tgt
+        tgt = self.tokenizer.tokenize(pair.tgt_text)
+        if self.target_pieces is not None:
+            tgt = self.target_pieces.encode(tgt)
+        return src, tgt[:MAX_SOURCE_TOKENS]
 
     def soft(self, pairs: list[AlignPair], layer: int | None = None,
              head: int | None = None) -> list[SoftAlignment]:
