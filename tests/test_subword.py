@@ -245,7 +245,7 @@ def test_bad_subword_settings_name_the_key(override, message):
 
 def test_subword_sizes_change_the_data_hash_only_when_subwords_are_on():
     def hash_of(*overrides):
-        return load_config(REPO / "configs" / "tatoeba.yaml", list(overrides)).data_hash()
+        return load_config(REPO / "configs" / "bahdanau.yaml", list(overrides)).data_hash()  # words
 
     assert hash_of() == hash_of("data.src_subword_vocab=2000") == hash_of("data.subword=none")
     assert hash_of("data.subword=bpe") != hash_of("data.subword=bpe", "data.src_subword_vocab=2000")
