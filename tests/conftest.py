@@ -83,3 +83,9 @@ def smoke_config(tmp_path: Path, tiny_corpus: Path) -> Config:
         f"data.prepared_dir={tmp_path / 'prepared'}",
         f"runs_dir={tmp_path / 'runs'}",
     ])
+
+
+@pytest.fixture
+def smoke(tmp_path: Path) -> Config:
+    """configs/smoke.yaml with its runs in tmp_path (the corpus is not needed: random checkpoints)."""
+    return load_config(REPO / "configs" / "smoke.yaml", [f"runs_dir={tmp_path / 'runs'}"])

@@ -47,3 +47,24 @@ def write_random_checkpoint(path: Path, config: Config, src_words: list[str] = S
         "rng": [],
     })
     return path
+
+
+class GrowingEos:
+    """A real model whose </s> gets likelier step by step: a random model alone rarely ends, or
+    ends at once; this way the sentences of a batch end at varied steps, some at the limit."""
+
+    def __init__(self, model, rate: float = 0.3, offset: float = 3.0):
+        self.model, self.rate, self.offset, self.step = model, rate, offset, 0
+
+    def encode(self, src, src_lengths):
+        self.step = 0
+        return self.model.encode(src, src_lengths)
+
+    def init_state(self, memory):
+        return self.model.init_state(memory)
+
+    def decode_step(self, prev, state, memory):
+        log_probs, state, weights = self.model.decode_step(prev, state, memory)
+        log_probs[:, EOS_ID] += self.rate * self.step - self.offset
+        self.step += 1
+        return log_probs.log_softmax(dim=-1), state, weights

@@ -18,7 +18,6 @@ from random_checkpoint import single_thread, write_random_checkpoint
 from nmt.align.aligner import AttentionAligner
 from nmt.align.forced import forced_attention
 from nmt.align.links import parse_pairs
-from nmt.config import Config, load_config
 from nmt.data.vocab import BOS_ID
 from nmt.errors import NMTError
 from nmt.model.seq2seq import build_model
@@ -31,11 +30,6 @@ REPO = Path(__file__).resolve().parents[1]
 def _one_thread():
     with single_thread():
         yield
-
-
-@pytest.fixture
-def smoke(tmp_path: Path) -> Config:
-    return load_config(REPO / "configs" / "smoke.yaml", [f"runs_dir={tmp_path / 'runs'}"])
 
 
 @pytest.mark.parametrize("query", ["previous", "current"])

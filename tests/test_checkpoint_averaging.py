@@ -15,7 +15,7 @@ from random_checkpoint import single_thread, write_random_checkpoint
 from nmt.checkpoint import (keep_step_checkpoint, load_checkpoint, model_from_checkpoint,
                             save_checkpoint, step_checkpoints)
 from nmt.checkpoint_averaging import average_checkpoints, average_weights, select_checkpoints
-from nmt.config import build_config, load_config
+from nmt.config import build_config
 from nmt.errors import NMTError
 from nmt.train import train
 from nmt.translate import decode_ids
@@ -27,11 +27,6 @@ REPO = Path(__file__).resolve().parents[1]
 def _one_thread():
     with single_thread():
         yield
-
-
-@pytest.fixture
-def smoke(tmp_path: Path):
-    return load_config(REPO / "configs" / "smoke.yaml", [f"runs_dir={tmp_path / 'runs'}"])
 
 
 def test_the_average_is_the_mean_of_the_weights_exactly():

@@ -16,7 +16,7 @@ import torch
 from random_checkpoint import single_thread, write_random_checkpoint
 
 from nmt.checkpoint import load_checkpoint, model_from_checkpoint
-from nmt.config import build_config, load_config
+from nmt.config import build_config
 from nmt.data.vocab import BOS_ID
 from nmt.ensemble import Ensemble, load_ensemble, split_checkpoint_arguments
 from nmt.errors import NMTError
@@ -30,11 +30,6 @@ SOURCES = [[4, 5, 6, 7], [8, 9], [4, 12, 10, 11, 5, 6], [7]]  # ids of SRC_WORDS
 def _one_thread():
     with single_thread():
         yield
-
-
-@pytest.fixture
-def smoke(tmp_path: Path):
-    return load_config(REPO / "configs" / "smoke.yaml", [f"runs_dir={tmp_path / 'runs'}"])
 
 
 def _model(path: Path):

@@ -20,6 +20,7 @@ from nmt.search import (
     replace_unknowns,
     search,
 )
+from random_checkpoint import GrowingEos
 
 A, B, C, D = 4, 5, 6, 7  # the fake model's ordinary tokens
 
@@ -175,27 +176,6 @@ def test_sentences_in_a_batch_do_not_disturb_each_other():
     hyps = beam_search(TableModel(GREEDY_TRAP), src, lengths, beam_size=2)
     assert [h[0].tokens for h in hyps] == [[B], [B]]
     assert hyps[1][0].attention.shape == (2, 2)  # only the real source positions
-
-
-class GrowingEos:
-    """A real model whose </s> gets likelier step by step: a random model alone rarely ends, or
-    ends at once; this way the sentences of a batch end at varied steps, some at the limit."""
-
-    def __init__(self, model, rate: float = 0.3, offset: float = 3.0):
-        self.model, self.rate, self.offset, self.step = model, rate, offset, 0
-
-    def encode(self, src, src_lengths):
-        self.step = 0
-        return self.model.encode(src, src_lengths)
-
-    def init_state(self, memory):
-        return self.model.init_state(memory)
-
-    def decode_step(self, prev, state, memory):
-        log_probs, state, weights = self.model.decode_step(prev, state, memory)
-        log_probs[:, EOS_ID] += self.rate * self.step - self.offset
-        self.step += 1
-        return log_probs.log_softmax(dim=-1), state, weights
 
 
 def _random_model(attention: str):

@@ -23,7 +23,7 @@ from nmt.search import beam_search, greedy_search, replace_unknowns
 from nmt.streaming import translate_stream
 from nmt.train import train
 from nmt.translate import Translator
-from random_checkpoint import single_thread, write_random_checkpoint
+from random_checkpoint import GrowingEos, single_thread, write_random_checkpoint
 
 TINY = dict(architecture="transformer", encoder_layers=2, decoder_layers=2, d_model=16, heads=2,
             ff_size=32, dropout=0.1, attention_dropout=0.1, activation_dropout=0.1)
@@ -90,26 +90,6 @@ def test_incremental_decoding_equals_teacher_forcing_at_every_position(changes):
         assert state.keys[0].shape[2] == t + 1  # the cache grows by one position a step
         torch.testing.assert_close(log_probs, F.log_softmax(logits[:, t], -1), atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(step_weights, weights[:, t], atol=1e-6, rtol=1e-5)
-
-
-class GrowingEos:
-    """</s> gets likelier step by step, so a random model's outputs end at varied lengths."""
-
-    def __init__(self, model, rate: float = 0.3, offset: float = 3.0):
-        self.model, self.rate, self.offset, self.step = model, rate, offset, 0
-
-    def encode(self, src, src_lengths):
-        self.step = 0
-        return self.model.encode(src, src_lengths)
-
-    def init_state(self, memory):
-        return self.model.init_state(memory)
-
-    def decode_step(self, prev, state, memory):
-        log_probs, state, weights = self.model.decode_step(prev, state, memory)
-        log_probs[:, EOS_ID] += self.rate * self.step - self.offset
-        self.step += 1
-        return log_probs.log_softmax(dim=-1), state, weights
 
 
 def _sharp_model(**changes):

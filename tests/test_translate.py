@@ -12,7 +12,7 @@ import pytest
 import torch
 from random_checkpoint import single_thread, write_random_checkpoint
 
-from nmt.config import Config, load_config
+from nmt.config import Config
 from nmt.errors import NMTError
 from nmt.translate import (
     MAX_SOURCE_TOKENS,
@@ -43,11 +43,6 @@ AWKWARD = [
 def _one_thread():
     with single_thread():
         yield
-
-
-@pytest.fixture
-def smoke(tmp_path: Path) -> Config:
-    return load_config(REPO / "configs" / "smoke.yaml", [f"runs_dir={tmp_path / 'runs'}"])
 
 
 @pytest.fixture

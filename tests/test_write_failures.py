@@ -19,7 +19,6 @@ from random_checkpoint import single_thread, write_random_checkpoint
 
 import nmt.io
 from nmt.checkpoint import load_checkpoint, save_checkpoint
-from nmt.config import load_config
 from nmt.errors import NMTError
 from nmt.io import atomic_write, atomic_write_json, atomic_write_text
 from nmt.lines import iter_lines
@@ -98,11 +97,6 @@ def test_other_errors_pass_unchanged_and_leave_nothing(tmp_path):
     with pytest.raises(KeyError):
         atomic_write(tmp_path / "x.txt", broken)
     assert list(tmp_path.iterdir()) == []
-
-
-@pytest.fixture
-def smoke(tmp_path):
-    return load_config(REPO / "configs" / "smoke.yaml", [f"runs_dir={tmp_path / 'runs'}"])
 
 
 def test_checkpoint_on_a_full_disk_keeps_the_previous_one(tmp_path, smoke, monkeypatch):
