@@ -255,10 +255,10 @@ def train(config: Config, command: str | None = None) -> Path:
                     average.update(model, progress.step)
                 progress.target_tokens += global_tokens
                 window_tokens += global_tokens
-                now = time.perf_counter()
+                now, cpu_now = time.perf_counter(), time.process_time()
                 progress.train_seconds += now - last_tick  # wall clock, validation included
-                progress.cpu_seconds += time.process_time() - last_cpu_tick
-                last_tick, last_cpu_tick = now, time.process_time()
+                progress.cpu_seconds += cpu_now - last_cpu_tick
+                last_tick, last_cpu_tick = now, cpu_now
                 bar.update(1)
                 if progress.step % training.log_every == 0:
                     # Each rank's loss is its share's; their mean is the global batch's loss.
