@@ -39,9 +39,12 @@ def test_the_loss_by_hand():
         guide.loss(batch, None)
 
 
-def test_the_gradient_pulls_attention_to_the_links(smoke_config):
+@pytest.mark.parametrize("architecture", ["rnn", "transformer"])
+def test_the_gradient_pulls_attention_to_the_links(smoke_config, architecture):
+    """For a Transformer the loss trains its alignment layer's cross-attention, heads averaged."""
     torch.manual_seed(0)
-    model = build_model(replace(smoke_config.model, dropout=0.0), 12, 12)
+    model = build_model(replace(smoke_config.model, architecture=architecture, dropout=0.0,
+                                attention_dropout=0.0, activation_dropout=0.0), 12, 12)
     examples = [Example([4, 5, 6, 7], [8, 9, 10]), Example([5, 6, 7], [9, 11])]
     batch = collate(examples, [0, 1])
     links = [{(3, 0), (2, 1), (0, 2)}, {(2, 0), (0, 1)}]  # crossing: far from the first weights
