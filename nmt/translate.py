@@ -29,9 +29,9 @@ from nmt.config import Config, SearchConfig
 from nmt.data.subword import (
     SubwordSegmenter,
     Subwords,
-    load_models,
     merge_attention,
     merge_pieces,
+    models_for,
     source_word_of_pieces,
     to_words,
 )
@@ -138,8 +138,7 @@ class Translator:
         self.segmenter, self.detokenizer = make_tokenizers(config.data)
         self.subword = config.data.subword != "none"
         if self.subword:
-            models = subwords or load_models(Path(config.data.prepared_dir) / config.data_hash(),
-                                             config.data)
+            models = models_for(config, subwords)
             self.segmenter = SubwordSegmenter(self.segmenter, Subwords(models["zh"]))
         self.progress: dict = {}  # the checkpoint's training progress (step, ...), if any
         self.checkpoint: Path | None = None

@@ -23,7 +23,7 @@ from nmt.align.forced import forced_attention
 from nmt.align.links import AlignPair, Link
 from nmt.align.units import coverage, merge_rows, project_source
 from nmt.config import Config
-from nmt.data.subword import Subwords, SubwordSegmenter, load_models
+from nmt.data.subword import Subwords, SubwordSegmenter, models_for
 from nmt.data.tokenize import make_tokenizers
 from nmt.data.vocab import Vocab
 from nmt.runtime import pick_device
@@ -70,8 +70,7 @@ class AttentionAligner:
         self.segmenter, self.tokenizer = make_tokenizers(config.data)
         self.target_pieces: Subwords | None = None
         if config.data.subword != "none":
-            models = subwords or load_models(Path(config.data.prepared_dir) / config.data_hash(),
-                                             config.data)
+            models = models_for(config, subwords)
             self.segmenter = SubwordSegmenter(self.segmenter, Subwords(models["zh"]))
             self.target_pieces = Subwords(models["en"])
         self.checkpoint: Path | None = None

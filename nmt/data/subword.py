@@ -154,6 +154,12 @@ def load_models(folder: str | Path, data: DataConfig) -> dict[str, bytes] | None
     return models
 
 
+def models_for(config, given: dict[str, bytes] | None = None) -> dict[str, bytes] | None:
+    """The sentencepiece models a model trained with `config` reads: `given` (a checkpoint's),
+    else those of its prepared data folder; None without subwords."""
+    return given or load_models(Path(config.data.prepared_dir) / config.data_hash(), config.data)
+
+
 class SubwordSegmenter:
     """A segmenter (ChineseSegmenter) whose words are then cut into pieces: translate-time input
     goes the way training data went."""
