@@ -8,6 +8,7 @@ from torch import Tensor, nn
 
 from nmt.config import ModelConfig
 from nmt.data.vocab import PAD_ID
+from nmt.model.alignment_head import AlignmentHead
 from nmt.model.attention import make_attention
 from nmt.model.decoder import Decoder, DecoderState, Memory
 from nmt.model.encoder import Encoder
@@ -30,6 +31,8 @@ class Seq2Seq(nn.Module):
         if config.tie_embeddings:
             self.output_layer.weight = self.tgt_embed.weight
         self.embed_dropout = nn.Dropout(config.dropout)
+        self.alignment_head = AlignmentHead(config.decoder_hidden, config.embed_size, context_size,
+                                            config.attention_size) if config.alignment_head else None
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> Memory:
         """src (B, S), src_lengths (B,) → the memory the decoder attends over."""
@@ -40,13 +43,21 @@ class Seq2Seq(nn.Module):
     def init_state(self, memory: Memory) -> DecoderState:
         return self.decoder.init_state(memory)
 
-    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor
-                ) -> tuple[Tensor, Tensor | None]:
-        """Teacher forcing. tgt_in (B, T) starts with <s> → logits (B, T, V), weights (B, T, S)."""
+    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor, alignment: bool = False
+                ) -> tuple[Tensor, Tensor | None] | tuple[Tensor, Tensor | None, Tensor | None]:
+        """Teacher forcing. tgt_in (B, T) starts with <s> → logits (B, T, V), weights (B, T, S);
+        with `alignment`, also the alignment head's weights (B, T, S), None without a head."""
         memory = self.encode(src, src_lengths)
         embedded = self.embed_dropout(self.tgt_embed(tgt_in))  # (B, T, E)
-        readouts, weights = self.decoder(embedded, self.init_state(memory), memory)  # (B, T, R)
-        return self.output_layer(readouts), weights  # (B, T, V)
+        readouts, weights, states = self.decoder(embedded, self.init_state(memory), memory)
+        logits = self.output_layer(readouts)  # (B, T, V)
+        if not alignment:
+            return logits, weights
+        if self.alignment_head is None:
+            return logits, weights, None
+        emitted = F.pad(tgt_in[:, 1:], (0, 1), value=PAD_ID)  # (B, T): y_i, the word step i emits
+        head = self.alignment_head(states, self.tgt_embed(emitted), memory.values, memory.mask)
+        return logits, weights, head
 
     def decode_step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory
                     ) -> tuple[Tensor, DecoderState, Tensor | None]:
@@ -68,7 +79,8 @@ class Seq2Seq(nn.Module):
 
 
 def build_seq2seq(config: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> Seq2Seq:
-    """The model, with orthogonal recurrent weights and zero RNN biases (stable from step one)."""
+    """The model, with orthogonal recurrent weights and zero RNN biases (stable from step one);
+    tied target embeddings start small, N(0, embed_size^-1/2), as the output layer they also are."""
     model = Seq2Seq(config, src_vocab_size, tgt_vocab_size)
     for name, param in model.named_parameters():
         if "rnn" in name or "cell" in name:
@@ -78,6 +90,8 @@ def build_seq2seq(config: ModelConfig, src_vocab_size: int, tgt_vocab_size: int)
             elif "bias" in name:
                 nn.init.zeros_(param)
     with torch.no_grad():
+        if config.tie_embeddings:  # as the output layer's weights: N(0, 1) gave logits of ~±10
+            nn.init.normal_(model.tgt_embed.weight, std=config.embed_size ** -0.5)
         model.tgt_embed.weight[PAD_ID].zero_()
     return model
 
