@@ -90,9 +90,6 @@ class ModelConfig:
     readout_size: int = field(default=256, metadata=positive)  # deep output layer before the softmax
     input_feeding: bool = True  # feed the previous readout into the next decoder step
     tie_embeddings: bool = False  # share target embeddings with the output layer
-    # RNN: a second attention that sees the word it aligns (nmt/model/alignment_head.py), trained
-    # by training.guided_alignment only, for scripts/align.py; translations do not use it
-    alignment_head: bool = False
     dropout: float = field(default=0.2, metadata=probability)  # Transformer: embeddings, residuals
     # Transformer only (the RNN ignores these):
     decoder_layers: int = field(default=1, metadata=positive)
@@ -276,11 +273,6 @@ def _check_together(config: Config, source: str) -> None:
     if config.training.guided_alignment > 0 and model.attention == "none":
         raise NMTError(f"{source}: training.guided_alignment trains the attention, but "
                        f"model.attention = none; set training.guided_alignment=0")
-    if model.alignment_head and (config.training.guided_alignment == 0
-                                 or model.architecture == "transformer"):
-        raise NMTError(f"{source}: model.alignment_head is a recurrent model's, trained by "
-                       f"training.guided_alignment (now {config.training.guided_alignment}) and "
-                       f"model.architecture = rnn (now {model.architecture})")
     if config.eval.average and config.eval.ensemble:
         raise NMTError(f"{source}: eval.average and eval.ensemble are both set; choose one "
                        f"(an averaged checkpoint file can be one of the ensemble's members)")

@@ -3,10 +3,9 @@ the attention it paid while predicting each English token.
 
 The batch is built exactly as training builds one (`collate`: tgt_in = <s> y_1 .. y_n), so row i
 of the weights is the attention of the step that predicted y_i; the last row, the step that
-predicts </s>, is dropped. Only the public interface `model(src, src_lengths, tgt_in,
-alignment=True)` → (logits, weights (B, T, S) or None, alignment head (B, T, S) or None) is used,
-so any architecture that returns its (chosen) cross-attention there aligns the same way; a model
-with an alignment head (model.alignment_head) aligns with the head.
+predicts </s>, is dropped. Only the public interface `model(src, src_lengths, tgt_in)` →
+(logits, weights (B, T, S) or None) is used, so any architecture that returns its (chosen)
+cross-attention there aligns the same way.
 """
 
 from __future__ import annotations
@@ -26,10 +25,9 @@ def forced_attention(model, src_ids: list[list[int]], tgt_ids: list[list[int]],
     empty side or for a model without attention. The model is put in eval mode (no dropout) and
     back into its former mode after.
 
-    By default the weights are the model's own alignment (its alignment head where it has one;
-    for a Transformer, its alignment layer's heads averaged); `layer` and `head` pick a decoder
-    layer's cross-attention and one head instead (from `model.attention_heads`, which a
-    recurrent model answers with its one attention: layer 0, head 0)."""
+    By default the weights are the model's own alignment (for a Transformer, its alignment
+    layer's heads averaged); `layer` and `head` pick another decoder layer and one head instead
+    (from `model.attention_heads`, which a recurrent model answers with one layer, one head)."""
     device = torch.device(device) if device is not None else next(model.parameters()).device
     examples = [Example(list(s), list(t)) for s, t in zip(src_ids, tgt_ids, strict=True)]
     results: list[np.ndarray | None] = [None] * len(examples)
@@ -56,8 +54,7 @@ def forced_attention(model, src_ids: list[list[int]], tgt_ids: list[list[int]],
 def _weights(model, batch, layer: int | None, head: int | None):
     """The attention of one batch, (B, T, S), or None for a model without attention."""
     if layer is None and head is None:
-        _, weights, alignment_head = model(batch.src, batch.src_lengths, batch.tgt_in, alignment=True)
-        return weights if alignment_head is None else alignment_head
+        return model(batch.src, batch.src_lengths, batch.tgt_in)[1]
     heads = model.attention_heads(batch.src, batch.src_lengths, batch.tgt_in)  # (B, L, H, T, S)
     if heads is None:
         return None

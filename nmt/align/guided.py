@@ -69,16 +69,13 @@ class GuidedAlignment:
                     target[row, t, s] = 1.0
         return target / target.sum(-1, keepdim=True).clamp(min=1.0)
 
-    def loss(self, batch: Batch, weights: Tensor | None, head: Tensor | None = None) -> Tensor:
-        """λ × the summed cross-entropy between the link rows and the attention (B, T, S), plus
-        the same for an alignment head's weights (B, T, S) where there is one."""
+    def loss(self, batch: Batch, weights: Tensor | None) -> Tensor:
+        """λ × the summed cross-entropy between the link rows and the attention (B, T, S)."""
         if weights is None:
             raise ValueError("guided alignment needs a model that returns attention weights")
         target = self.targets(batch).to(weights.device)
-        loss = -(target * torch.log(weights.float().clamp(min=1e-9))).sum()
-        if head is not None:
-            loss = loss - (target * torch.log(head.float().clamp(min=1e-9))).sum()
-        return self.weight * loss
+        log_attention = torch.log(weights.float().clamp(min=1e-9))
+        return self.weight * -(target * log_attention).sum()
 
 
 def for_training(weight: float, examples: list[Example], run_dir: Path, distributed) -> GuidedAlignment:

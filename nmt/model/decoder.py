@@ -90,14 +90,12 @@ class Decoder(nn.Module):
         return self.attention(query, memory.keys, memory.values, memory.mask, memory.summary)
 
     def forward(self, embedded: Tensor, state: DecoderState, memory: Memory
-                ) -> tuple[Tensor, Tensor | None, Tensor]:
-        """Teacher forcing: embedded targets (B, T, E) → readouts (B, T, R), weights (B, T, S),
-        and the states s_1..s_T (B, T, H)."""
-        readouts, all_weights, states = [], [], []
+                ) -> tuple[Tensor, Tensor | None]:
+        """Teacher forcing: embedded targets (B, T, E) → readouts (B, T, R), weights (B, T, S)."""
+        readouts, all_weights = [], []
         for t in range(embedded.size(1)):
             readout, state, weights = self.step(embedded[:, t], state, memory)
             readouts.append(readout)
             all_weights.append(weights)
-            states.append(state.hidden)
         stacked_weights = None if all_weights[0] is None else torch.stack(all_weights, dim=1)
-        return torch.stack(readouts, dim=1), stacked_weights, torch.stack(states, dim=1)
+        return torch.stack(readouts, dim=1), stacked_weights

@@ -8,7 +8,6 @@ from torch import Tensor, nn
 
 from nmt.config import ModelConfig
 from nmt.data.vocab import PAD_ID
-from nmt.model.alignment_head import AlignmentHead
 from nmt.model.attention import make_attention
 from nmt.model.decoder import Decoder, DecoderState, Memory
 from nmt.model.encoder import Encoder
@@ -31,8 +30,6 @@ class Seq2Seq(nn.Module):
         if config.tie_embeddings:
             self.output_layer.weight = self.tgt_embed.weight
         self.embed_dropout = nn.Dropout(config.dropout)
-        self.alignment_head = AlignmentHead(config.decoder_hidden, config.embed_size, context_size,
-                                            config.attention_size) if config.alignment_head else None
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> Memory:
         """src (B, S), src_lengths (B,) → the memory the decoder attends over."""
@@ -43,21 +40,13 @@ class Seq2Seq(nn.Module):
     def init_state(self, memory: Memory) -> DecoderState:
         return self.decoder.init_state(memory)
 
-    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor, alignment: bool = False
-                ) -> tuple[Tensor, Tensor | None] | tuple[Tensor, Tensor | None, Tensor | None]:
-        """Teacher forcing. tgt_in (B, T) starts with <s> → logits (B, T, V), weights (B, T, S);
-        with `alignment`, also the alignment head's weights (B, T, S), None without a head."""
+    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor
+                ) -> tuple[Tensor, Tensor | None]:
+        """Teacher forcing. tgt_in (B, T) starts with <s> → logits (B, T, V), weights (B, T, S)."""
         memory = self.encode(src, src_lengths)
         embedded = self.embed_dropout(self.tgt_embed(tgt_in))  # (B, T, E)
-        readouts, weights, states = self.decoder(embedded, self.init_state(memory), memory)
-        logits = self.output_layer(readouts)  # (B, T, V)
-        if not alignment:
-            return logits, weights
-        if self.alignment_head is None:
-            return logits, weights, None
-        emitted = F.pad(tgt_in[:, 1:], (0, 1), value=PAD_ID)  # (B, T): y_i, the word step i emits
-        head = self.alignment_head(states, self.tgt_embed(emitted), memory.values, memory.mask)
-        return logits, weights, head
+        readouts, weights = self.decoder(embedded, self.init_state(memory), memory)  # (B, T, R)
+        return self.output_layer(readouts), weights  # (B, T, V)
 
     def decode_step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory
                     ) -> tuple[Tensor, DecoderState, Tensor | None]:

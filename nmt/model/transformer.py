@@ -5,9 +5,7 @@
     init_state(memory)                  → TransformerState: empty self-attention caches
     decode_step(prev, state, memory)    → log-probs (B, V), the caches grown by one position,
                                           the alignment (B, S)
-    forward(src, lengths, tgt_in)       → logits (B, T, V), the alignment (B, T, S); with
-                                          alignment=True also an alignment head's weights
-                                          (B, T, S), or None (only the recurrent model has one)
+    forward(src, lengths, tgt_in)       → logits (B, T, V), the alignment (B, T, S)
     attention_heads(src, lengths, tgt_in) → every decoder layer's cross-attention, every head:
                                           (B, layers, heads, T, S), for plots
     alignment_heads(src, lengths, tgt_in) → the alignment layer's heads (B, heads, T, S)
@@ -125,13 +123,10 @@ class Transformer(nn.Module):
             weights.append(w)
         return self.decoder_norm(y), weights
 
-    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor, alignment: bool = False
-                ) -> tuple[Tensor, Tensor] | tuple[Tensor, Tensor, None]:
-        """Teacher forcing. tgt_in (B, T) starts with <s> → logits (B, T, V), weights (B, T, S)
-        (and None for the alignment head it does not have, with `alignment`)."""
+    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
+        """Teacher forcing. tgt_in (B, T) starts with <s> → logits (B, T, V), weights (B, T, S)."""
         states, weights = self._decode(tgt_in, self.encode(src, src_lengths), all_layers=False)
-        logits, averaged = self.output_layer(states), weights[self.alignment_layer].mean(dim=1)
-        return (logits, averaged, None) if alignment else (logits, averaged)
+        return self.output_layer(states), weights[self.alignment_layer].mean(dim=1)
 
     @torch.no_grad()
     def attention_heads(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
