@@ -145,3 +145,18 @@ def set_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def load_initial_weights(model: nn.Module, path: str | Path, src_vocab: Vocab, tgt_vocab: Vocab) -> None:
+    """Fine-tuning (training.init_from): put a trained checkpoint's weights into a new run's model.
+    The vocabularies must be the same, token for token, or the embeddings would mean other words."""
+    checkpoint = load_checkpoint(path)
+    for side, vocab, key in (("source", src_vocab, "src_vocab"), ("target", tgt_vocab, "tgt_vocab")):
+        if checkpoint.get(key) != vocab.itos:
+            raise NMTError(f"training.init_from = {path}: its {side} vocabulary is not this run's "
+                           f"(another data config?); fine-tune on the data it was trained on")
+    try:
+        model.load_state_dict(inference_weights(checkpoint))
+    except RuntimeError as error:
+        raise NMTError(f"training.init_from = {path}: its weights do not fit this run's model "
+                       f"(another model config?): {error}") from None

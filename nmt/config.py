@@ -159,6 +159,9 @@ class TrainingConfig:
     # gold links marked on a forced-decoding heatmap (nmt/examples.py); missing: a warning
     examples_gold: Optional[str] = None
     overwrite: bool = False  # allow reusing a run directory that holds another config
+    # Fine-tuning: a new run starts from this checkpoint's weights (same model and vocabularies);
+    # optimizer, schedule and step count start afresh. A run that resumes its own last.pt ignores it.
+    init_from: Optional[str] = None
 
 
 @dataclass

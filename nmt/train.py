@@ -23,8 +23,8 @@ from tqdm import tqdm
 from nmt.align.guided import for_training as guided_alignment
 from nmt.averaging import WeightAverage
 from nmt.board import Board
-from nmt.checkpoint import (keep_step_checkpoint, load_checkpoint, rng_state, save_checkpoint,
-                            set_rng_state)
+from nmt.checkpoint import (keep_step_checkpoint, load_checkpoint, load_initial_weights,
+                            rng_state, save_checkpoint, set_rng_state)
 from nmt.config import Config
 from nmt.data.batching import collate, load_examples, make_batches
 from nmt.data.subword import load_models, merge_attention
@@ -149,6 +149,9 @@ def train(config: Config, command: str | None = None) -> Path:
         if distributed.rank < len(state["rng"]):  # else: a new rank keeps its fresh seed
             set_rng_state(state["rng"][distributed.rank])
         log.info("resuming from %s at step %d", checkpoints / "last.pt", progress.step)
+    elif training.init_from:
+        load_initial_weights(model, training.init_from, src_vocab, tgt_vocab)
+        log.info("starting from the weights of %s", training.init_from)
     trained = DistributedDataParallel(model) if distributed.enabled else model
     # (guide,) adds the guided alignment loss to summed_loss; () leaves its call as it was
     guided = () if training.guided_alignment == 0 else (guided_alignment(

@@ -233,3 +233,35 @@ def test_a_run_saved_before_a_key_existed_resumes_when_the_key_keeps_its_default
     assert config_differences(saved, smoke_config.to_dict()) == []
     changed = with_training(smoke_config, src_word_dropout=0.1).to_dict()
     assert config_differences(saved, changed) == ["training.src_word_dropout"]
+
+
+def test_init_from_starts_a_new_run_from_trained_weights(smoke_config):
+    base_dir = train(with_training(smoke_config, max_steps=10, validate_every=100))
+    base = final_parameters(base_dir)
+    # lr ~0: one step of fine-tuning leaves the weights it started from
+    tuned = replace(with_training(smoke_config, init_from=str(base_dir / "checkpoints" / "last.pt"),
+                                  max_steps=1, validate_every=100, lr=1e-12), name="tuned")
+    tuned_dir = train(tuned)
+    checkpoint = load_checkpoint(tuned_dir / "checkpoints" / "last.pt")
+    assert checkpoint["progress"]["step"] == 1, "step count, optimizer and schedule start afresh"
+    for name, weight in base.items():
+        torch.testing.assert_close(checkpoint["model"][name], weight, rtol=0, atol=1e-6, msg=name)
+    fresh = final_parameters(train(replace(tuned, training=replace(tuned.training, init_from=None),
+                                           name="fresh")))
+    assert not torch.equal(fresh["output_layer.weight"], base["output_layer.weight"])
+
+    resumed = train(with_training(tuned, max_steps=2))  # its own last.pt, not init_from
+    assert load_checkpoint(resumed / "checkpoints" / "last.pt")["progress"]["step"] == 2
+
+
+def test_init_from_a_checkpoint_of_another_model_is_a_clear_error(smoke_config):
+    base_dir = train(with_training(smoke_config, max_steps=2, validate_every=100))
+    wider = replace(smoke_config, name="wider", model=replace(smoke_config.model, embed_size=48))
+    with pytest.raises(NMTError, match="init_from.*do not fit this run's model"):
+        train(with_training(wider, init_from=str(base_dir / "checkpoints" / "last.pt")))
+    checkpoint = load_checkpoint(base_dir / "checkpoints" / "last.pt")
+    checkpoint["tgt_vocab"] = checkpoint["tgt_vocab"][:-1] + ["another-word"]
+    other_vocab = base_dir / "other_vocab.pt"
+    torch.save(checkpoint, other_vocab)
+    with pytest.raises(NMTError, match="target vocabulary is not this run's"):
+        train(replace(with_training(smoke_config, init_from=str(other_vocab)), name="other"))
