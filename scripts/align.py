@@ -3,13 +3,16 @@
     python scripts/align.py configs/tatoeba.yaml --input pairs.tsv --output pairs.links
     python scripts/align.py configs/tatoeba.yaml --gold ../shared/data/align/gold.tsv
     python scripts/align.py configs/tatoeba.yaml --gold GOLD --method grow-diag-final-and
+    python scripts/align.py configs/tatoeba.yaml --gold GOLD --weights posterior --method grow-diag-final-and
     python scripts/align.py configs/tatoeba.yaml --gold GOLD --aligner eflomal --units char
 
 Input: `Chinese<TAB>English` lines (raw text), `id<TAB>Chinese<TAB>English` (space-separated
 units), or the gold file itself (stdin when neither --input nor --gold is given). Output: one line
 of links `i-j` per input line, Chinese character i - English Moses token j, both from 0 (the gold
 file's units, whatever the model's own units are). The model forced-decodes the given English
-(teacher forcing, no search) and its attention becomes links by --method:
+(teacher forcing, no search) and its attention (or, with --weights posterior, a recurrent
+model's posterior: the attention times how well each source token alone predicts the English
+token, renormalized) becomes links by --method:
 argmax (each English token to its most attended source word), threshold (every weight >=
 --threshold), intersect, union or grow-diag-final-and of the row- and column-wise argmax.
 eflomal learns from the training split plus the pairs, both directions, symmetrized by --method
@@ -28,8 +31,8 @@ import sys
 
 from nmt.align.extract import METHODS
 from nmt.align.links import format_links, parse_pairs, read_gold, read_pairs
-from nmt.align.stage import (ALIGNERS, AlignOptions, align, alignment_path, score, soft_lines,
-                             write_evaluation, write_links)
+from nmt.align.stage import (ALIGNERS, WEIGHTS, AlignOptions, align, alignment_path, score,
+                             soft_lines, write_evaluation, write_links)
 from nmt.cli import config_arguments, run_cli
 from nmt.config import load_config
 from nmt.errors import NMTError
@@ -42,7 +45,7 @@ def main(args: argparse.Namespace) -> None:
     config = load_config(args.config, args.overrides)
     set_threads(config.training.threads)
     options = AlignOptions(args.aligner, args.method, args.threshold, args.units, args.checkpoint,
-                           args.layer, args.head)
+                           args.layer, args.head, args.weights)
     options.check()
     if args.gold and args.input:
         raise NMTError("give --input (pairs to align) or --gold (the gold file, aligned and scored), "
@@ -67,7 +70,8 @@ def main(args: argparse.Namespace) -> None:
         scores = score(pairs, result.links)
         path = alignment_path(config, options)
         write_evaluation(path, path.parent.name, args.gold, result, scores, " ".join(sys.argv))
-        print(f"{options.aligner} ({result.description['method']}): AER {100 * scores.aer:.1f}, "
+        how = ", ".join(x for x in (result.description.get("weights"), result.description["method"]) if x)
+        print(f"{options.aligner} ({how}): AER {100 * scores.aer:.1f}, "
               f"precision {100 * scores.precision:.1f}, recall {100 * scores.recall:.1f} on "
               f"{scores.pairs} pairs")
         print(f"results: {path}")
@@ -94,6 +98,10 @@ if __name__ == "__main__":
                              "-1: the last); default: the model's own alignment")
     parser.add_argument("--head", type=int,
                         help="with one head of that layer instead of their average")
+    parser.add_argument("--weights", choices=WEIGHTS, default="attention",
+                        help="the matrix links come from: the attention (default), or "
+                             "posterior: the attention reweighted by how well each source token "
+                             "alone predicts the English token (recurrent models; aligns better)")
     parser.add_argument("--soft", metavar="FILE.jsonl",
                         help="also write each pair's attention matrix, one JSON object a line")
     run_cli(main, parser)

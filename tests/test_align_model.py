@@ -58,6 +58,61 @@ def test_forced_decoding_is_the_attention_of_training_and_of_search(smoke, query
     assert forced_attention(model, [[4], []], [[], [5]]) == [None, None]
 
 
+@pytest.mark.parametrize("query,input_feeding,rnn", [("previous", True, "gru"), ("current", True, "gru"),
+                                                     ("current", False, "lstm"), ("previous", False, "lstm")])
+def test_posterior_alignment_is_bayes_rule_over_the_attention(smoke, monkeypatch, query,
+                                                              input_feeding, rnn):
+    """P(j | y_i) ∝ a_ij p(y_i | c_i = h_j): brute force, one forward pass per (i, j) with the
+    attention of step i replaced by a one-hot at j (and every other step as it was)."""
+    torch.manual_seed(0)
+    model = build_model(replace(smoke.model, attention_query=query, input_feeding=input_feeding,
+                                rnn=rnn), 12, 10).eval()
+    src, tgt = [4, 5, 6, 7], [4, 5, 6]
+    s, s_len, t_in = torch.tensor([src]), torch.tensor([len(src)]), torch.tensor([[BOS_ID] + tgt])
+    _, attention = model(s, s_len, t_in)  # (1, T, S)
+    decoder, original = model.decoder, model.decoder._attend
+    likelihood = torch.zeros(len(tgt), len(src))
+    for i in range(len(tgt)):
+        for j in range(len(src)):
+            calls = []
+
+            def attend(query, memory, i=i, j=j, calls=calls):
+                calls.append(None)
+                if len(calls) - 1 != i:
+                    return original(query, memory)
+                onehot = torch.zeros(1, len(src))
+                onehot[0, j] = 1.0
+                return memory.values[:, j], onehot
+
+            monkeypatch.setattr(decoder, "_attend", attend)
+            logits, _ = model(s, s_len, t_in)
+            likelihood[i, j] = logits[0, i].log_softmax(-1)[tgt[i]]
+    monkeypatch.setattr(decoder, "_attend", original)
+    expected = torch.softmax(attention[0, : len(tgt)].log() + likelihood, dim=-1).detach()
+
+    posterior = forced_attention(model, [src], [tgt], posterior=True)[0]
+    np.testing.assert_allclose(posterior, expected.numpy(), atol=1e-5)
+    np.testing.assert_allclose(posterior.sum(axis=1), 1.0, atol=1e-5)
+    assert not np.allclose(posterior, attention[0, : len(tgt)].detach().numpy(), atol=1e-3)
+    # In a padded batch the posterior of a pair is its own: nothing on the padding.
+    batched = forced_attention(model, [src, [4, 5]], [tgt, [4, 5, 6, 7]], posterior=True)
+    np.testing.assert_allclose(batched[0], posterior, atol=1e-5)
+    assert batched[1].shape == (4, 2)
+    np.testing.assert_allclose(batched[1].sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_posterior_alignment_needs_a_recurrent_model_with_attention(smoke):
+    src, tgt = [[4, 5, 6]], [[4, 5]]
+    transformer = build_model(replace(smoke.model, architecture="transformer"), 12, 10)
+    with pytest.raises(NMTError, match="--weights posterior needs a recurrent model"):
+        forced_attention(transformer, src, tgt, posterior=True)
+    rnn = build_model(smoke.model, 12, 10)
+    with pytest.raises(NMTError, match="do not go with --weights posterior"):
+        forced_attention(rnn, src, tgt, layer=0, posterior=True)
+    flat = build_model(replace(smoke.model, attention="none"), 12, 10)
+    assert forced_attention(flat, src, tgt, posterior=True) == [None]
+
+
 def test_a_chosen_layer_and_head_of_a_transformer(smoke):
     torch.manual_seed(0)
     config = replace(smoke.model, architecture="transformer", encoder_layers=2, decoder_layers=2)
@@ -148,6 +203,14 @@ def test_script_one_line_per_pair_gold_scores_and_bad_lines(tmp_path, smoke, mon
     assert report["pairs"] == 2 and 0.0 <= report["aer"] <= 1.0 and report["method"] == "argmax"
     assert report["counts"]["sure"] == 12 and report["counts"]["predicted"] >= 8
     assert len((smoke.run_dir / "alignment.links.txt").read_text().splitlines()) == 2
+    assert _align_here(monkeypatch, *config, "--gold", str(gold), "--weights", "posterior",
+                       "--method", "grow-diag-final-and") == 0
+    assert "AER" in capsys.readouterr().out
+    report = json.loads((smoke.run_dir / "alignment.json").read_text(encoding="utf-8"))
+    assert report["weights"] == "posterior" and report["method"] == "grow-diag-final-and"
+    assert _align_here(monkeypatch, *config, "--gold", str(gold), "--aligner", "eflomal",
+                       "--weights", "posterior") == 2
+    assert "--weights posterior reads a model's attention" in capsys.readouterr().err
 
     bad = tmp_path / "bad.tsv"
     bad.write_text("汤姆喜欢猫。\tTom likes cats.\n玛丽喜欢狗。 Mary likes dogs.\n", encoding="utf-8")

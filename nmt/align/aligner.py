@@ -99,14 +99,15 @@ class AttentionAligner:
             tgt = self.target_pieces.encode(tgt)
         return src, tgt[:MAX_SOURCE_TOKENS]
 
-    def soft(self, pairs: list[AlignPair], layer: int | None = None,
-             head: int | None = None) -> list[SoftAlignment]:
+    def soft(self, pairs: list[AlignPair], layer: int | None = None, head: int | None = None,
+             posterior: bool = False) -> list[SoftAlignment]:
         """Forced-decoded attention for every pair, in order: the model's alignment, or decoder
-        layer `layer`'s head `head` (heads averaged when None; see forced_attention)."""
+        layer `layer`'s head `head` (heads averaged when None), or with `posterior` the recurrent
+        model's posterior alignment (see forced_attention)."""
         tokens = [self._tokens(pair) for pair in pairs]
         weights = forced_attention(self.model, [self.src_vocab.encode(s) for s, _ in tokens],
                                    [self.tgt_vocab.encode(t) for _, t in tokens],
-                                   self.batch_size, self.device, layer, head)
+                                   self.batch_size, self.device, layer, head, posterior)
         if all(w is None for w in weights) and any(s for s, _ in tokens):
             log.warning("this model returns no attention weights (model.attention = %s): "
                         "every alignment is empty", getattr(self.config.model, "attention", "?"))

@@ -6,6 +6,10 @@ of the weights is the attention of the step that predicted y_i; the last row, th
 predicts </s>, is dropped. Only the public interface `model(src, src_lengths, tgt_in)` →
 (logits, weights (B, T, S) or None) is used, so any architecture that returns its (chosen)
 cross-attention there aligns the same way.
+
+`posterior=True` asks a recurrent model for its posterior alignment instead
+(`Seq2Seq.posterior_attention`: the attention reweighted by how well each source token alone
+predicts the English token that came), the same shape.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from nmt.errors import NMTError
 
 def forced_attention(model, src_ids: list[list[int]], tgt_ids: list[list[int]],
                      batch_size: int = 64, device: torch.device | str | None = None,
-                     layer: int | None = None, head: int | None = None
+                     layer: int | None = None, head: int | None = None, posterior: bool = False
                      ) -> list[np.ndarray | None]:
     """One (len(tgt), len(src)) float32 matrix per pair, in input order; None for a pair with an
     empty side or for a model without attention. The model is put in eval mode (no dropout) and
@@ -39,7 +43,7 @@ def forced_attention(model, src_ids: list[list[int]], tgt_ids: list[list[int]],
         with torch.inference_mode():
             for start in range(0, len(order), batch_size):
                 batch = collate(examples, order[start:start + batch_size]).to(device)
-                weights = _weights(model, batch, layer, head)  # (B, T, S)
+                weights = _weights(model, batch, layer, head, posterior)  # (B, T, S)
                 if weights is None:
                     return [None] * len(examples)
                 weights = weights.float().cpu().numpy()
@@ -51,8 +55,16 @@ def forced_attention(model, src_ids: list[list[int]], tgt_ids: list[list[int]],
     return results
 
 
-def _weights(model, batch, layer: int | None, head: int | None):
+def _weights(model, batch, layer: int | None, head: int | None, posterior: bool = False):
     """The attention of one batch, (B, T, S), or None for a model without attention."""
+    if posterior:
+        if not hasattr(model, "posterior_attention"):
+            raise NMTError("--weights posterior needs a recurrent model (model.architecture: rnn); "
+                           "align a Transformer with its cross-attention (--weights attention)")
+        if layer is not None or head is not None:
+            raise NMTError("--layer and --head choose a Transformer's attention; they do not go "
+                           "with --weights posterior")
+        return model.posterior_attention(batch.src, batch.src_lengths, batch.tgt_in, batch.tgt_out)
     if layer is None and head is None:
         return model(batch.src, batch.src_lengths, batch.tgt_in)[1]
     heads = model.attention_heads(batch.src, batch.src_lengths, batch.tgt_in)  # (B, L, H, T, S)

@@ -22,6 +22,7 @@ from nmt.io import atomic_write_json, atomic_write_lines, atomic_write_text, rea
 log = logging.getLogger(__name__)
 
 ALIGNERS = ("attention", "eflomal")
+WEIGHTS = ("attention", "posterior")
 
 
 @dataclass
@@ -35,6 +36,9 @@ class AlignOptions:
     checkpoint: str | None = None  # attention: default the run's eval.checkpoint (best, else last)
     layer: int | None = None  # attention: a decoder layer's cross-attention (default the model's own)
     head: int | None = None  # attention: one head of it (default their average)
+    # attention: the matrix links are read from: the attention itself, or (recurrent models) the
+    # posterior P(source token | the English token that came) (nmt/model/seq2seq.py)
+    weights: str = "attention"
 
     def check(self) -> None:
         if self.aligner not in ALIGNERS:
@@ -45,6 +49,11 @@ class AlignOptions:
         if self.method not in allowed:
             raise NMTError(f"--method {self.method} with --aligner {self.aligner}: choose one of "
                            f"{', '.join(allowed)}")
+        if self.weights not in WEIGHTS:
+            raise NMTError(f"--weights {self.weights}: choose one of {', '.join(WEIGHTS)}")
+        if self.aligner == "eflomal" and self.weights != "attention":
+            raise NMTError(f"--weights {self.weights} reads a model's attention: it needs "
+                           f"--aligner attention")
         if not 0.0 < self.threshold <= 1.0:
             raise NMTError(f"--threshold {self.threshold}: use a number in (0, 1]")
 
@@ -80,10 +89,10 @@ def align(config: Config, pairs: list[AlignPair], options: AlignOptions) -> Alig
         config, config.eval.checkpoint)
     aligner = AttentionAligner.from_checkpoint(path, device=config.training.device,
                                                batch_size=config.search.batch_size)
-    soft = aligner.soft(pairs, options.layer, options.head)
+    soft = aligner.soft(pairs, options.layer, options.head, options.weights == "posterior")
     links = [s.links(options.method, options.threshold) for s in soft]
     description = {"aligner": "attention", "attention": getattr(aligner.config.model, "attention", None),
-                   "method": options.method, "checkpoint": str(path), "step": aligner.step,
+                   "weights": options.weights, "method": options.method, "checkpoint": str(path), "step": aligner.step,
                    "layer": options.layer, "head": options.head}
     if options.method == "threshold":
         description["threshold"] = options.threshold

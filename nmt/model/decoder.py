@@ -77,14 +77,36 @@ class Decoder(nn.Module):
         if self.query_is_previous:
             context, weights = self._attend(state.hidden, memory)  # (B, D), (B, S)
             inputs.insert(1, context)
-        if state.cell is None:
-            hidden, cell = self.cell(torch.cat(inputs, dim=1), state.hidden), None  # (B, H)
-        else:
-            hidden, cell = self.cell(torch.cat(inputs, dim=1), (state.hidden, state.cell))
+        hidden, cell = self._run_cell(inputs, state)
         if not self.query_is_previous:
             context, weights = self._attend(hidden, memory)
         readout = self.dropout(torch.tanh(self.readout(torch.cat([hidden, context, prev_embed], dim=1))))
         return readout, DecoderState(hidden, cell, readout), weights
+
+    def readouts_per_source(self, prev_embed: Tensor, state: DecoderState, next_state: DecoderState,
+                            memory: Memory) -> Tensor:
+        """(B, S, R): the readout r_i as it would be had the context c_i been h_j alone, for every
+        source token j (posterior alignment, Seq2Seq.posterior_attention). `state` is s_{i-1} and
+        `next_state` s_i of the step as it ran; in Bahdanau's order s_i itself reads c_i, so it is
+        recomputed per j. No dropout: this is for a model in eval mode."""
+        batch, length, _ = memory.values.shape
+        rows = torch.arange(batch, device=prev_embed.device).repeat_interleave(length)  # (B*S,)
+        contexts = memory.values.reshape(batch * length, -1)  # (B*S, D): h_j, sentence by sentence
+        embed = prev_embed.index_select(0, rows)  # (B*S, E)
+        if self.query_is_previous:
+            before = state.select(rows)
+            hidden, _ = self._run_cell([embed, contexts] + ([before.readout] if self.input_feeding
+                                                            else []), before)
+        else:
+            hidden = next_state.hidden.index_select(0, rows)  # (B*S, H)
+        readout = torch.tanh(self.readout(torch.cat([hidden, contexts, embed], dim=1)))
+        return readout.view(batch, length, -1)  # (B, S, R)
+
+    def _run_cell(self, inputs: list[Tensor], state: DecoderState) -> tuple[Tensor, Tensor | None]:
+        """The recurrent cell on the concatenated inputs: (hidden (B, H), LSTM cell or None)."""
+        if state.cell is None:
+            return self.cell(torch.cat(inputs, dim=1), state.hidden), None
+        return self.cell(torch.cat(inputs, dim=1), (state.hidden, state.cell))
 
     def _attend(self, query: Tensor, memory: Memory) -> tuple[Tensor, Tensor | None]:
         return self.attention(query, memory.keys, memory.values, memory.mask, memory.summary)

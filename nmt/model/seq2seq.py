@@ -61,6 +61,30 @@ class Seq2Seq(nn.Module):
         _, weights = self(src, src_lengths, tgt_in)
         return None if weights is None else weights[:, None, None]
 
+    @torch.no_grad()
+    def posterior_attention(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor, tgt_out: Tensor
+                            ) -> Tensor | None:
+        """Teacher forcing → (B, T, S): P(j | y_i, y_<i, x) ∝ a_ij · p(y_i | y_<i, x, c_i = h_j).
+
+        The attention a_ij is chosen before the decoder knows which word comes; weighing it by how
+        well source token j alone predicts the word that did come (y_i, given by tgt_out) is
+        Bayes' rule with the attention as the prior (Shankar & Sarawagi's posterior attention,
+        2019, here at alignment time only). None with attention none."""
+        memory = self.encode(src, src_lengths)
+        embedded = self.tgt_embed(tgt_in)  # (B, T, E)
+        state, rows = self.init_state(memory), []
+        for t in range(tgt_in.size(1)):
+            _, next_state, weights = self.decoder.step(embedded[:, t], state, memory)  # (B, S)
+            if weights is None:
+                return None
+            readouts = self.decoder.readouts_per_source(embedded[:, t], state, next_state, memory)
+            log_probs = F.log_softmax(self.output_layer(readouts), dim=-1)  # (B, S, V)
+            words = tgt_out[:, t, None, None].expand(-1, log_probs.size(1), 1)  # (B, S, 1)
+            likelihood = log_probs.gather(-1, words).squeeze(-1)  # (B, S) log p(y_i | h_j)
+            rows.append(torch.softmax(torch.log(weights) + likelihood, dim=-1))  # log 0: padding
+            state = next_state
+        return torch.stack(rows, dim=1)  # (B, T, S)
+
     def alignment_heads(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor | None:
         """(B, heads, T, S) with one head; None with attention none."""
         heads = self.attention_heads(src, src_lengths, tgt_in)
