@@ -17,6 +17,8 @@ RDZV_ENDPOINT ?= localhost:29500
 INPUT   ?=
 GOLD    ?= $(DATA_MIRROR)/align/gold.tsv
 ALIGNER ?= attention
+WEIGHTS ?=
+METHOD  ?=
 PORT    ?= 6006
 
 VENV    := .venv
@@ -70,11 +72,13 @@ translate: setup
 
 # Word alignment in Pharaoh format (INPUT: Chinese<TAB>English lines); align-eval scores the
 # gold links: runs/<name>/alignment.json, or runs/eflomal-char/ with ALIGNER=eflomal.
+# WEIGHTS=posterior METHOD=grow-diag-final-and: the best links of a recurrent model.
+ALIGN_OPTIONS = --aligner $(ALIGNER) $(if $(WEIGHTS),--weights $(WEIGHTS)) $(if $(METHOD),--method $(METHOD))
 align: setup
-	$(PY) scripts/align.py $(CONFIG) $(ARGS) --aligner $(ALIGNER) $(if $(INPUT),--input $(INPUT))
+	$(PY) scripts/align.py $(CONFIG) $(ARGS) $(ALIGN_OPTIONS) $(if $(INPUT),--input $(INPUT))
 
 align-eval: prepare
-	$(PY) scripts/align.py $(CONFIG) $(ARGS) --aligner $(ALIGNER) --gold $(GOLD)
+	$(PY) scripts/align.py $(CONFIG) $(ARGS) $(ALIGN_OPTIONS) --gold $(GOLD)
 
 # ARGS="--markdown --commands": a table for the README, and how each run was made
 report: setup

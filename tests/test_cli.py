@@ -31,3 +31,23 @@ def test_a_user_error_is_one_line_and_exit_status_2(capsys):
         run_cli(fail, _parser(), ["x.yaml"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == "error: configs/x.yaml: unknown key 'model.atention'\n"
+
+
+def test_make_align_eval_passes_weights_and_method(tmp_path):
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    repo = Path(__file__).resolve().parents[1]
+
+    def dry_run(*variables: str) -> str:  # -n: print the recipes, run nothing
+        done = subprocess.run(["make", "-n", "-C", str(repo), "align-eval", f"GOLD={tmp_path}/g.tsv",
+                               *variables], capture_output=True, text=True, check=True)
+        return next(line for line in done.stdout.splitlines() if "scripts/align.py" in line)
+
+    command = dry_run("WEIGHTS=posterior", "METHOD=grow-diag-final-and")
+    assert "--weights posterior --method grow-diag-final-and" in command
+    assert f"--gold {tmp_path}/g.tsv" in command
+    assert "--weights" not in dry_run() and "--method" not in dry_run()

@@ -6,6 +6,7 @@
   units (Chinese characters, English Moses tokens) by character offsets;
 - `extract`: soft attention matrices → links (argmax, threshold, both directions);
 - `symmetrize`: grow-diag-final-and, for two directional alignments;
-- `forced`: teacher-forced decoding of the given English → attention matrices;
+- `forced`: teacher-forced decoding of the given English → attention matrices (or, for a recurrent
+  model, the posterior alignment: the attention reweighted by the English token that came);
 - `aligner`: all of it with a trained checkpoint; `statistical`: eflomal beside it.
 """
