@@ -8,7 +8,9 @@ Every figure comes from a file a stage wrote, never from a hand-kept list:
 - `results.json` (evaluate, on the run's own best/last checkpoint): test BLEU and chrF, with the
   sacrebleu signature; `results.<label>.json` (evaluate, on an average of checkpoints, an
   ensemble or another checkpoint) each give a row of their own, "run (label)";
-- `alignment.json` (alignment evaluation, if any): its "aer";
+- `alignment.json` (alignment evaluation, if any): the AER of the attention's argmax links (a
+  statistical aligner: its own symmetrized links) and of the posterior's grow-diag-final-and
+  links, where those were scored;
 - `commands.txt` (train, evaluate and average_checkpoints append to it): how each was made.
 
 What is missing shows as "-". An ensemble's row counts the parameters of all its members and the
@@ -31,7 +33,9 @@ COLUMNS = [("name", "run"), ("architecture", "architecture"), ("attention", "att
            ("query", "query order"), ("subword", "subword"), ("parameters", "params"),
            ("step", "steps"), ("train_seconds", "train time"), ("cpu_seconds", "CPU time"),
            ("dev_bleu", "dev BLEU"),
-           ("test_bleu", "test BLEU"), ("chrf", "chrF"), ("aer", "AER")]
+           ("test_bleu", "test BLEU"), ("chrf", "chrF"), ("aer", "AER"),
+           ("aer_posterior", "AER post.")]
+POSTERIOR_KEY = "posterior grow-diag-final-and"  # nmt/align/stage.py evaluation_key
 TEXT_COLUMNS = 5  # the first five are words: left-aligned
 
 
@@ -137,11 +141,25 @@ def _run_row(run: Path) -> tuple[dict, dict | None] | None:
         row["signature"] = results.get("signature")
         row["chrf_signature"] = results.get("chrf_signature")
     if alignment is not None:  # alignment error rate on the gold links, in points like BLEU
-        aer = alignment.get("aer")
-        row["aer"] = 100 * aer if isinstance(aer, (int, float)) else None
+        row["aer"], row["aer_posterior"] = _aer_points(alignment)
         if alignment.get("aligner") == "eflomal":  # a statistical aligner's own row
             row["attention"] = row["attention"] or "eflomal"
     return row, config
+
+
+def _aer_points(alignment: dict) -> tuple[float | None, float | None]:
+    """(AER of the attention's argmax links, or a statistical aligner's own; AER of the
+    posterior's grow-diag-final-and links), in points; None where not scored."""
+    def points(entry) -> float | None:
+        aer = entry.get("aer") if isinstance(entry, dict) else None
+        return 100 * aer if isinstance(aer, (int, float)) else None
+
+    evaluations = alignment.get("evaluations")
+    if not isinstance(evaluations, dict):  # written before every evaluation was kept
+        return points(alignment), None
+    if alignment.get("aligner") == "eflomal":
+        return points(evaluations.get(f"eflomal {alignment.get('method')}")), None
+    return points(evaluations.get("attention argmax")), points(evaluations.get(POSTERIOR_KEY))
 
 
 def _labelled_rows(run: Path, own: dict, by_name: dict[str, dict]) -> list[dict]:
@@ -152,8 +170,10 @@ def _labelled_rows(run: Path, own: dict, by_name: dict[str, dict]) -> list[dict]
         if results is None:
             continue
         label = results.get("label") or path.name[len("results."):-len(".json")]
-        row = {key: own.get(key) for key, _ in COLUMNS if key not in ("dev_bleu", "aer")}
+        row = {key: own.get(key) for key, _ in COLUMNS
+               if key not in ("dev_bleu", "aer", "aer_posterior")}
         row |= {"name": f"{run.name} ({label})", "run": run.name, "dev_bleu": None, "aer": None,
+                "aer_posterior": None,
                 "step": results.get("step", own.get("step")),
                 "signature": results.get("signature"),
                 "chrf_signature": results.get("chrf_signature")}

@@ -134,8 +134,43 @@ def test_report_shows_aer(tmp_path):
     rows = collect_runs(tmp_path)
     assert [(r["name"], r["attention"], r["aer"]) for r in rows] == [
         ("dot", None, pytest.approx(41.23)), ("eflomal-char", "eflomal", pytest.approx(15.1))]
-    assert format_table(rows).splitlines()[0].split()[-1] == "AER"
-    assert format_table(rows).splitlines()[3].split()[-1] == "15.10"
+    assert format_table(rows).splitlines()[0].split()[-2:] == ["AER", "post."]
+    assert format_table(rows).splitlines()[3].split()[-2:] == ["15.10", "-"]
+
+
+def test_alignment_json_keeps_every_evaluation_of_one_checkpoint(tmp_path):
+    from nmt.align.stage import AlignResult, write_evaluation
+    from nmt.report import collect_runs
+
+    path = tmp_path / "run" / "alignment.json"
+    (tmp_path / "run" / "checkpoints").mkdir(parents=True)
+    gold = "gold.tsv"
+
+    def evaluate(weights, method, aer, step=100, **more):
+        description = {"aligner": "attention", "attention": "additive", "weights": weights,
+                       "method": method, "checkpoint": "runs/run/checkpoints/best.pt", "step": step,
+                       "layer": None, "head": None, **more}
+        scores = score_alignments([{(0, 0)}], [{(0, 0)}], [set()])
+        scores.aer = aer  # the figure itself does not matter here
+        return write_evaluation(path, "run", gold, AlignResult([{(0, 0)}], None, description), scores)
+
+    evaluate("posterior", "grow-diag-final-and", 0.186)
+    evaluate("attention", "threshold", 0.30, threshold=0.3)
+    report = evaluate("attention", "argmax", 0.298)
+    assert report["method"] == "argmax" and report["aer"] == 0.298  # the latest at the top
+    assert report["evaluations"] == {
+        "posterior grow-diag-final-and": {"aer": 0.186, "precision": 1.0, "recall": 1.0},
+        "attention threshold 0.3": {"aer": 0.30, "precision": 1.0, "recall": 1.0},
+        "attention argmax": {"aer": 0.298, "precision": 1.0, "recall": 1.0}}
+    row = collect_runs(tmp_path)[0]
+    assert (row["aer"], row["aer_posterior"]) == (pytest.approx(29.8), pytest.approx(18.6))
+
+    retrained = evaluate("posterior", "grow-diag-final-and", 0.17, step=200)  # another checkpoint
+    assert list(retrained["evaluations"]) == ["posterior grow-diag-final-and"]
+    row = collect_runs(tmp_path)[0]
+    assert (row["aer"], row["aer_posterior"]) == (None, pytest.approx(17.0))
+    path.write_text("{not json")
+    assert list(evaluate("attention", "argmax", 0.3)["evaluations"]) == ["attention argmax"]
 
 
 def test_options_pick_a_method_per_aligner():

@@ -110,16 +110,44 @@ def alignment_path(config: Config, options: AlignOptions) -> Path:
     return config.run_dir / "alignment.json"
 
 
+def evaluation_key(description: dict) -> str:
+    """How the links were made, as one key: "attention argmax", "posterior grow-diag-final-and",
+    "attention argmax layer 0 head 1", "attention threshold 0.3", "eflomal grow-diag-final-and"."""
+    parts = [description.get("weights") or description["aligner"], description["method"],
+             description.get("threshold")]
+    parts += [f"{key} {description[key]}" for key in ("layer", "head")
+              if description.get(key) is not None]
+    return " ".join(str(part) for part in parts if part is not None)
+
+
+def _same_aligner(old: dict, description: dict, gold: str) -> bool:
+    """Earlier evaluations stay only while they describe the same model and gold file."""
+    return all(old.get(key) == description.get(key)
+               for key in ("aligner", "checkpoint", "step", "units", "training_pairs")
+               ) and old.get("gold") == gold
+
+
 def write_evaluation(path: Path, name: str, gold: str | Path, result: AlignResult,
                      scores: AlignmentScores, command: str | None = None) -> dict:
-    """alignment.json, with "aer" at the top level (what `make report` shows), and the links
-    beside it in alignment.links.txt."""
+    """alignment.json: this evaluation at the top level ("aer", "method", ...), and under
+    "evaluations" every extraction scored so far on the same checkpoint and gold file, by
+    evaluation_key (what `make report` reads its AER columns from); the links go beside it in
+    alignment.links.txt."""
     report = {"name": name, "aer": scores.aer, "precision": scores.precision,
               "recall": scores.recall, **result.description, "gold": str(gold),
               "pairs": scores.pairs, "counts": {"predicted": scores.predicted, "sure": scores.sure,
                                                 "possible": scores.possible}}
     if command:
         report["command"] = command
+    try:
+        old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        old = {}  # unreadable: start again rather than fail after the work is done
+    kept = (old.get("evaluations") if isinstance(old, dict) and _same_aligner(old, report, str(gold))
+            else None)
+    report["evaluations"] = {**(kept if isinstance(kept, dict) else {}),
+                             evaluation_key(report): {"aer": scores.aer, "precision": scores.precision,
+                                                      "recall": scores.recall}}
     atomic_write_lines(path.with_name("alignment.links.txt"), [format_links(x) for x in result.links])
     atomic_write_json(path, report)
     return report
