@@ -29,7 +29,7 @@ from nmt.config import Config
 from nmt.ensemble import WHERE_KEYS  # data settings that may differ: where, not what
 from nmt.errors import NMTError
 from nmt.io import atomic_write_json, atomic_write_lines, read_lines
-from nmt.translate import Translator, find_checkpoint
+from nmt.translate import Translator, configured_checkpoints
 
 RUN_CHECKPOINTS = ("best.pt", "last.pt")  # the run's own: scored into results.json
 
@@ -124,16 +124,12 @@ def _checkpoints_and_label(config: Config, checkpoint, label: str | None
         paths = [Path(p) for p in checkpoint]
     elif checkpoint:
         paths = [Path(checkpoint)]
-    elif config.eval.ensemble:
-        paths = [Path(p) for p in config.eval.ensemble]
-    elif config.eval.average:
-        from nmt.checkpoint_averaging import average_label, parse_average, write_average
-
-        how, count = parse_average(config.eval.average)
-        paths = [write_average(config.run_dir, how, count)]
-        return paths, label or average_label(how, count)
     else:
-        paths = [find_checkpoint(config, config.eval.checkpoint)]
+        paths = configured_checkpoints(config)
+        if config.eval.average:
+            from nmt.checkpoint_averaging import average_label, parse_average
+
+            return paths, label or average_label(*parse_average(config.eval.average))
     if not paths:
         raise NMTError("no checkpoint given")
     if label is None and len(paths) > 1:

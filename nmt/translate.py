@@ -248,6 +248,19 @@ def alignment_heads(model, src_ids: list[int], tgt_ids: list[int], rows: int,
     return heads[0].float().cpu().numpy()  # (H, T, S)
 
 
+def configured_checkpoints(config: Config) -> list[Path]:
+    """The checkpoints `make eval` and `make translate` use when none is named: eval.ensemble,
+    else the average eval.average asks for (written now from the run's kept checkpoints), else
+    the run's eval.checkpoint (best, else last)."""
+    if config.eval.ensemble:
+        return [Path(p) for p in config.eval.ensemble]
+    if config.eval.average:
+        from nmt.checkpoint_averaging import parse_average, write_average
+
+        return [write_average(config.run_dir, *parse_average(config.eval.average))]
+    return [find_checkpoint(config, config.eval.checkpoint)]
+
+
 def find_checkpoint(config: Config, which: str = "best") -> Path:
     """runs/<name>/checkpoints/<which>.pt, falling back to the other one with a warning."""
     folder = config.run_dir / "checkpoints"

@@ -5,8 +5,10 @@
     python scripts/translate.py configs/tatoeba.yaml search.beam_size=10 --attention plots/
     python scripts/translate.py configs/tatoeba.yaml            # on a terminal: interactive
 
-The model, its vocabularies and its segmentation come from the checkpoint (default
-runs/<name>/checkpoints/best.pt, else last.pt); `search.*` from the config and overrides.
+The model, its vocabularies and its segmentation come from the checkpoint: by default the one
+`make eval` scores (the config's eval.ensemble, else the average eval.average asks for, else
+runs/<name>/checkpoints/<eval.checkpoint>.pt: best, else last); `search.*` from the config and
+overrides.
 
 Lines are split at "\\n" only, from a file and from a pipe alike (see nmt/lines.py): a lone "\\r",
 U+2028 or a form feed inside a line never makes an extra output line. Bytes that are not UTF-8
@@ -37,14 +39,13 @@ from nmt.lines import count_lines, iter_lines
 from nmt.model import has_alignment
 from nmt.runtime import set_threads
 from nmt.streaming import interactive, translate_stream
-from nmt.translate import Translator, find_checkpoint
+from nmt.translate import Translator, configured_checkpoints
 
 
 def main(args: argparse.Namespace) -> None:
     config = load_config(args.config, args.overrides)
     set_threads(config.training.threads)
-    checkpoints = (split_checkpoint_arguments(args.checkpoint) or config.eval.ensemble
-                   or [find_checkpoint(config)])
+    checkpoints = split_checkpoint_arguments(args.checkpoint) or configured_checkpoints(config)
     translator = Translator.from_checkpoints(checkpoints, search=config.search,
                                              device=config.training.device,
                                              keep_attention=args.attention is not None,
@@ -108,7 +109,8 @@ if __name__ == "__main__":
     parser.add_argument("--input", help="Chinese text, one sentence a line (default: stdin)")
     parser.add_argument("--output", help="where the English goes (default: stdout)")
     parser.add_argument("--checkpoint", action="append",
-                        help="a checkpoint file (default: eval.ensemble, else the run's best.pt); "
+                        help="a checkpoint file (default: what make eval scores: eval.ensemble, "
+                             "eval.average, else the run's eval.checkpoint); "
                              "repeat it or separate paths by commas for an ensemble")
     parser.add_argument("--attention", metavar="DIR",
                         help="write each line's attention as DIR/NNNN.json and DIR/NNNN.png")
