@@ -97,6 +97,7 @@ bench: prepare
 	$(PY) bench/bench_prepare.py $(CORPUS)
 	$(PY) bench/bench_train.py $(CONFIG) $(ARGS)
 	$(PY) bench/bench_decode.py $(CONFIG) $(ARGS)
+	$(PY) bench/bench_align.py $(CONFIG) $(ARGS)
 
 clean:
 	rm -rf $(RUNS) data/prepared .pytest_cache

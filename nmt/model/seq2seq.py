@@ -72,15 +72,17 @@ class Seq2Seq(nn.Module):
         2019, here at alignment time only). None with attention none."""
         memory = self.encode(src, src_lengths)
         embedded = self.tgt_embed(tgt_in)  # (B, T, E)
+        real = memory.mask.reshape(-1)  # (B*S,): the output layer runs on real tokens only
         state, rows = self.init_state(memory), []
         for t in range(tgt_in.size(1)):
             _, next_state, weights = self.decoder.step(embedded[:, t], state, memory)  # (B, S)
             if weights is None:
                 return None
             readouts = self.decoder.readouts_per_source(embedded[:, t], state, next_state, memory)
-            log_probs = F.log_softmax(self.output_layer(readouts), dim=-1)  # (B, S, V)
-            words = tgt_out[:, t, None, None].expand(-1, log_probs.size(1), 1)  # (B, S, 1)
-            likelihood = log_probs.gather(-1, words).squeeze(-1)  # (B, S) log p(y_i | h_j)
+            log_probs = F.log_softmax(self.output_layer(readouts.flatten(0, 1)[real]), dim=-1)  # (N, V)
+            words = tgt_out[:, t].repeat_interleave(weights.size(1))[real]  # (N,) y_i per token
+            likelihood = torch.zeros_like(weights)  # (B, S) log p(y_i | h_j); padding: a_ij = 0
+            likelihood.view(-1)[real] = log_probs.gather(1, words[:, None]).squeeze(1)
             rows.append(torch.softmax(torch.log(weights) + likelihood, dim=-1))  # log 0: padding
             state = next_state
         return torch.stack(rows, dim=1)  # (B, T, S)
