@@ -42,15 +42,16 @@ class Board:
                                           dataformats="HWC")
 
     def gold_alignment(self, step: int, index: int, weights, src: list[str], tgt: list[str],
-                       sure: set, possible: set) -> None:
-        """Forced-decoding attention (T, S) over the reference `tgt`, gold links outlined."""
+                       sure: set, possible: set, kind: str = "attention") -> None:
+        """Forced-decoding attention (T, S) over the reference `tgt`, gold links outlined; `kind`
+        "posterior" for the posterior alignment of the same pair (its own image tag)."""
         if not self.writer:
             return
         from nmt.plot import attention_figure, figure_to_array
 
-        figure = attention_figure(weights, src, tgt, "reference; gold: solid Sure, dashed Possible",
-                                  gold=sure, possible=possible)
-        self.writer.add_image(f"attention_gold/{index}", figure_to_array(figure), step,
+        figure = attention_figure(weights, src, tgt, f"reference, {kind}; gold: solid Sure, "
+                                  f"dashed Possible", gold=sure, possible=possible)
+        self.writer.add_image(f"{kind}_gold/{index}", figure_to_array(figure), step,
                               dataformats="HWC")
 
     def flush(self) -> None:

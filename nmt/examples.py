@@ -92,17 +92,21 @@ class DevExamples:
         return cls(indices, {i: gold[i] for i in indices if i in gold}, dev_en_tokens)
 
     def log_gold(self, board, model, dev, step: int, device) -> None:
-        """The reference's forced-decoding attention with the gold links, per example that has them."""
+        """The reference's forced-decoding attention with the gold links, per example that has
+        them; a recurrent model's posterior alignment (align.py --weights posterior) beside it."""
         from nmt.align.forced import forced_attention
 
         shown = [(n, i) for n, i in enumerate(self.indices) if i in self.gold]
         if not shown or board.writer is None:
             return
-        weights = forced_attention(model, [dev.examples[i].src for _, i in shown],
-                                   [dev.examples[i].tgt for _, i in shown], device=device)
-        for (n, i), matrix in zip(shown, weights):
-            if matrix is None:
-                continue
-            pair, src, tgt = self.gold[i], dev.src_tokens[i], self.tgt_tokens[i]
-            board.gold_alignment(step, n, matrix, src, tgt, token_links(pair, pair.sure, src, tgt),
-                                 token_links(pair, pair.possible, src, tgt))
+        src_ids, tgt_ids = [dev.examples[i].src for _, i in shown], [dev.examples[i].tgt for _, i in shown]
+        kinds = ("attention", "posterior") if hasattr(model, "posterior_attention") else ("attention",)
+        for kind in kinds:
+            weights = forced_attention(model, src_ids, tgt_ids, device=device,
+                                       posterior=kind == "posterior")
+            for (n, i), matrix in zip(shown, weights):
+                if matrix is None:
+                    continue
+                pair, src, tgt = self.gold[i], dev.src_tokens[i], self.tgt_tokens[i]
+                board.gold_alignment(step, n, matrix, src, tgt, token_links(pair, pair.sure, src, tgt),
+                                     token_links(pair, pair.possible, src, tgt), kind)
