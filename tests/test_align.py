@@ -184,3 +184,49 @@ def test_options_pick_a_method_per_aligner():
         AlignOptions("eflomal", "argmax").check()
     with pytest.raises(NMTError, match="--threshold"):
         AlignOptions("attention", "threshold", 0.0).check()
+
+
+def test_paired_bootstrap_tells_a_real_difference_from_luck():
+    from nmt.align.metrics import paired_bootstrap
+
+    sure = [{(0, 0), (1, 1)} for _ in range(30)]
+    possible = [set() for _ in sure]
+    perfect, half = [set(s) for s in sure], [{(0, 0)} for _ in sure]
+    test = paired_bootstrap(perfect, half, sure, possible, resamples=200)
+    assert test.difference == pytest.approx(1 / 3) and test.low > 0 and test.a_worse_or_equal == 0.0
+    same = paired_bootstrap(half, half, sure, possible, resamples=50)
+    assert (same.difference, same.low, same.high, same.a_worse_or_equal) == (0.0, 0.0, 0.0, 1.0)
+    # better on one pair in thirty, worse on none: the interval reaches zero
+    one = paired_bootstrap([set(s) for s in sure[:1]] + half[1:], half, sure, possible, resamples=200)
+    assert one.difference > 0 and one.low == 0.0
+    with pytest.raises(ValueError, match="alignments for 30 gold ones"):
+        paired_bootstrap(perfect[:2], half, sure, possible)
+
+
+def test_compare_alignments_script(tmp_path, monkeypatch, capsys):
+    import runpy
+    import sys
+    from pathlib import Path
+
+    gold = tmp_path / "gold.tsv"
+    gold.write_text(GOLD_LINE + "\n" + GOLD_LINE.replace("t-1", "t-2") + "\n", encoding="utf-8")
+    good, bad = tmp_path / "good.links", tmp_path / "bad.links"
+    good.write_text("0-0 1-0 2-1 3-1 4-2 5-3\n0-0 1-0 2-1 3-1 4-2 5-3\n", encoding="utf-8")
+    bad.write_text("0-1\n0-1\n", encoding="utf-8")
+    script = str(Path(__file__).resolve().parents[1] / "scripts" / "compare_alignments.py")
+
+    def run(*args):
+        monkeypatch.setattr(sys, "argv", [script, *map(str, args)])
+        try:
+            runpy.run_path(script, run_name="__main__")
+        except SystemExit as exit:
+            return int(exit.code or 0)
+        return 0
+
+    assert run(gold, bad, good, "--resamples", 20) == 0
+    out = capsys.readouterr().out
+    assert f"{good}: AER 0.0" in out and "AER(A) − AER(B) = 100.0 points" in out
+    one_line = tmp_path / "short.links"
+    one_line.write_text("0-0\n", encoding="utf-8")
+    assert run(gold, one_line, good) == 2
+    assert "1 lines of links for 2 gold pairs" in capsys.readouterr().err

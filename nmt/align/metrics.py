@@ -47,3 +47,35 @@ def score_alignments(predicted: list[set[Link]], sure: list[set[Link]],
     recall = a_and_s / s_total if s_total else (1.0 if not a_total else 0.0)
     aer = 1.0 - (a_and_s + a_and_p) / (a_total + s_total) if a_total + s_total else 0.0
     return AlignmentScores(precision, recall, aer, len(predicted), a_total, s_total, p_total)
+
+
+@dataclass
+class PairedBootstrap:
+    difference: float  # AER(B) − AER(A) on the whole set, in AER units: > 0 when A is better
+    low: float  # the 2.5th and 97.5th percentiles of that difference over the resamples
+    high: float
+    a_worse_or_equal: float  # share of resamples where A's AER is not below B's
+
+
+def paired_bootstrap(a: list[set[Link]], b: list[set[Link]], sure: list[set[Link]],
+                     possible: list[set[Link]], resamples: int = 2000,
+                     seed: int = 0) -> PairedBootstrap:
+    """Is A's lower AER more than the luck of which pairs were annotated? Resample the pairs with
+    replacement (the same pairs for both aligners: paired, Koehn 2004 for BLEU) and score both on
+    every resample, at corpus level as score_alignments does."""
+    import random
+
+    if not len(a) == len(b) == len(sure) == len(possible):
+        raise ValueError(f"{len(a)} and {len(b)} alignments for {len(sure)} gold ones")
+    rng = random.Random(seed)
+    differences = []
+    for _ in range(resamples):
+        picked = [rng.randrange(len(sure)) for _ in sure]
+        score = [score_alignments([x[i] for i in picked], [sure[i] for i in picked],
+                                  [possible[i] for i in picked]).aer for x in (a, b)]
+        differences.append(score[1] - score[0])
+    differences.sort()
+    whole = score_alignments(b, sure, possible).aer - score_alignments(a, sure, possible).aer
+    return PairedBootstrap(whole, differences[int(0.025 * resamples)],
+                           differences[min(resamples - 1, int(0.975 * resamples))],
+                           sum(d <= 0 for d in differences) / resamples)
