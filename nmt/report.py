@@ -25,6 +25,7 @@ from pathlib import Path
 
 import yaml
 
+from nmt.align.stage import evaluation_key
 from nmt.model import attention_name
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,9 @@ COLUMNS = [("name", "run"), ("architecture", "architecture"), ("attention", "att
            ("dev_bleu", "dev BLEU"),
            ("test_bleu", "test BLEU"), ("chrf", "chrF"), ("aer", "AER"),
            ("aer_posterior", "AER post.")]
-POSTERIOR_KEY = "posterior grow-diag-final-and"  # nmt/align/stage.py evaluation_key
+# The two extractions of alignment.json's "evaluations" the report shows (nmt/align/stage.py)
+ATTENTION_KEY = evaluation_key({"weights": "attention", "method": "argmax"})
+POSTERIOR_KEY = evaluation_key({"weights": "posterior", "method": "grow-diag-final-and"})
 TEXT_COLUMNS = 5  # the first five are words: left-aligned
 
 
@@ -158,8 +161,8 @@ def _aer_points(alignment: dict) -> tuple[float | None, float | None]:
     if not isinstance(evaluations, dict):  # written before every evaluation was kept
         return points(alignment), None
     if alignment.get("aligner") == "eflomal":
-        return points(evaluations.get(f"eflomal {alignment.get('method')}")), None
-    return points(evaluations.get("attention argmax")), points(evaluations.get(POSTERIOR_KEY))
+        return points(evaluations.get(evaluation_key(alignment))), None
+    return points(evaluations.get(ATTENTION_KEY)), points(evaluations.get(POSTERIOR_KEY))
 
 
 def _labelled_rows(run: Path, own: dict, by_name: dict[str, dict]) -> list[dict]:

@@ -21,8 +21,6 @@ from nmt.io import read_lines
 
 def read_links(path: str, pairs: int) -> list[set]:
     lines = read_lines(path)
-    if lines and lines[-1] == "" and len(lines) == pairs + 1:
-        lines = lines[:-1]
     if len(lines) != pairs:
         raise NMTError(f"{path}: {len(lines)} lines of links for {pairs} gold pairs; align the "
                        f"gold file itself (align.py --input GOLD --output {path})")
