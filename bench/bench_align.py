@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from nmt.openmp import sleep_while_waiting
+from nmt.cli import sleep_while_waiting
 
 sleep_while_waiting()  # before anything imports torch
 
@@ -26,11 +26,11 @@ import torch
 
 from nmt.align.forced import forced_attention
 from nmt.cli import config_arguments, run_cli
-from nmt.config import load_config
+from nmt.config.loader import load_config
 from nmt.data.vocab import Vocab
 from nmt.io import read_lines
 from nmt.model.seq2seq import build_model
-from nmt.prepare import load_prepared
+from nmt.data.prepare import load_prepared
 from nmt.runtime import set_threads
 from machine import cpu_model  # bench/machine.py
 

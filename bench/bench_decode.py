@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-from nmt.openmp import sleep_while_waiting
+from nmt.cli import sleep_while_waiting
 
 sleep_while_waiting()  # before anything imports torch
 
@@ -33,14 +33,14 @@ from pathlib import Path
 import torch
 
 from nmt.cli import config_arguments, run_cli
-from nmt.config import load_config
+from nmt.config.loader import load_config
 from nmt.data.vocab import EOS_ID, Vocab
 from nmt.errors import NMTError
 from nmt.io import read_lines
 from nmt.model import build_model, count_parameters, describe
-from nmt.prepare import load_prepared
+from nmt.data.prepare import load_prepared
 from nmt.runtime import set_threads
-from nmt.translate import Translator, decode_ids, find_checkpoint
+from nmt.decoding.translate import Translator, decode_ids, find_checkpoint
 from machine import cpu_model  # bench/machine.py
 
 JOEY_SENTENCES_PER_SECOND = 1503 / 42  # beam 5, batch 64, 2-core CPU

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from nmt.openmp import sleep_while_waiting
+from nmt.cli import sleep_while_waiting
 
 sleep_while_waiting()  # before anything imports torch
 
@@ -27,14 +27,14 @@ from dataclasses import replace
 import torch
 
 from nmt.cli import config_arguments, run_cli
-from nmt.config import load_config
+from nmt.config.loader import load_config
 from nmt.data.vocab import Vocab
-from nmt.ensemble import Ensemble
+from nmt.model.ensemble import Ensemble
 from nmt.io import read_lines
 from nmt.model.seq2seq import build_model
-from nmt.prepare import load_prepared
+from nmt.data.prepare import load_prepared
 from nmt.runtime import set_threads
-from nmt.translate import decode_ids
+from nmt.decoding.translate import decode_ids
 from bench_decode import SteeredLength  # bench/bench_decode.py
 from machine import cpu_model  # bench/machine.py
 

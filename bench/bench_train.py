@@ -16,14 +16,14 @@ import time
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from nmt.config import load_config
+from nmt.config.loader import load_config
 from nmt.data.batching import collate, load_examples, make_batches
 from nmt.data.vocab import Vocab
 from nmt.model import build_model, count_parameters, describe
-from nmt.optim import build_optimizer
-from nmt.prepare import load_prepared
+from nmt.training.optim import build_optimizer
+from nmt.data.prepare import load_prepared
 from nmt.runtime import keep_freed_memory, seed_everything, set_threads, use_bf16
-from nmt.loss import summed_loss
+from nmt.training.loss import summed_loss
 from machine import cpu_model  # bench/machine.py
 
 

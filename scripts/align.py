@@ -22,7 +22,7 @@ With --gold, the gold pairs are aligned and scored: precision, recall and alignm
 to runs/<name>/alignment.json (eflomal: runs/eflomal-<units>/alignment.json), the links beside it.
 """
 
-from nmt.openmp import sleep_while_waiting
+from nmt.cli import sleep_while_waiting
 
 sleep_while_waiting()  # before anything imports torch
 
@@ -34,10 +34,10 @@ from nmt.align.links import format_links, parse_pairs, read_gold, read_pairs
 from nmt.align.stage import (ALIGNERS, WEIGHTS, AlignOptions, align, alignment_path, score,
                              soft_lines, write_evaluation, write_links)
 from nmt.cli import config_arguments, run_cli
-from nmt.config import load_config
+from nmt.config.loader import load_config
 from nmt.errors import NMTError
 from nmt.io import atomic_write_lines
-from nmt.lines import decode_lines
+from nmt.io import decode_lines
 from nmt.runtime import set_threads
 
 

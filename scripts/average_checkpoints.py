@@ -10,7 +10,7 @@ average_best5.pt, or --output), which translate and evaluate load like best.pt; 
 command to runs/<name>/commands.txt. `make eval ARGS="eval.average=last:5"` does both steps.
 """
 
-from nmt.openmp import sleep_while_waiting
+from nmt.cli import sleep_while_waiting
 
 sleep_while_waiting()  # before anything imports torch
 
@@ -18,10 +18,10 @@ import argparse
 import shlex
 import sys
 
-from nmt.checkpoint_averaging import write_average
+from nmt.checkpoints.averaging import write_average
 from nmt.cli import config_arguments, run_cli
-from nmt.config import load_config
-from nmt.run_dir import record_command
+from nmt.config.loader import load_config
+from nmt.training.run_dir import record_command
 
 
 def main(args: argparse.Namespace) -> None:

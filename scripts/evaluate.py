@@ -11,7 +11,7 @@ hypotheses.<label>.<split>.en for an ensemble, an average or another checkpoint)
 and eval/chrf to runs/<name>/tensorboard/; appends the command to runs/<name>/commands.txt.
 """
 
-from nmt.openmp import sleep_while_waiting
+from nmt.cli import sleep_while_waiting
 
 sleep_while_waiting()  # before anything imports torch
 
@@ -20,10 +20,10 @@ import shlex
 import sys
 
 from nmt.cli import config_arguments, run_cli
-from nmt.config import load_config
-from nmt.ensemble import split_checkpoint_arguments
-from nmt.evaluate import evaluate, format_results, results_path
-from nmt.run_dir import record_command
+from nmt.config.loader import load_config
+from nmt.model.ensemble import split_checkpoint_arguments
+from nmt.evaluation.evaluate import evaluate, format_results, results_path
+from nmt.training.run_dir import record_command
 from nmt.runtime import set_threads
 
 

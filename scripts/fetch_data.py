@@ -42,7 +42,7 @@ def check_format(data: bytes) -> str | None:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         return f"not UTF-8 text ({error.reason} at byte {error.start})"
-    lines = [line for line in text.split("\n") if line.strip()]  # not splitlines(): see nmt/lines.py
+    lines = [line for line in text.split("\n") if line.strip()]  # not splitlines(): see nmt/io.py
     if not lines:
         return "empty"
     good = sum(1 for line in lines if len(line.split("\t")) >= 2)

@@ -8,8 +8,8 @@ Writes <data.prepared_dir>/<data hash>/; does nothing when that folder is comple
 import argparse
 
 from nmt.cli import config_arguments, run_cli
-from nmt.config import load_config
-from nmt.prepare import prepare, summary
+from nmt.config.loader import load_config
+from nmt.data.prepare import prepare, summary
 
 
 def main(args: argparse.Namespace) -> None:

@@ -1,6 +1,6 @@
 """Print one table of every experiment under runs/: architecture, attention and its query order,
 subword units, size, steps, training time, dev BLEU, test BLEU, chrF and AER, all read from the
-files training and evaluation wrote (see nmt/report.py). Averages of checkpoints and ensembles,
+files training and evaluation wrote (see nmt/evaluation/report.py). Averages of checkpoints and ensembles,
 evaluated into results.<label>.json, get rows of their own.
 
     python scripts/report.py [--runs runs]
@@ -12,8 +12,8 @@ evaluated into results.<label>.json, get rows of their own.
 import argparse
 
 from nmt.cli import run_cli
-from nmt.curves import format_curves
-from nmt.report import collect_runs, format_commands, format_markdown, format_table
+from nmt.evaluation.curves import format_curves
+from nmt.evaluation.report import collect_runs, format_commands, format_markdown, format_table
 
 
 def main(args: argparse.Namespace) -> None:

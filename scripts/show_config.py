@@ -8,7 +8,7 @@ import argparse
 import yaml
 
 from nmt.cli import config_arguments, run_cli
-from nmt.config import load_config
+from nmt.config.loader import load_config
 
 
 def main(args: argparse.Namespace) -> None:

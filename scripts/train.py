@@ -14,8 +14,8 @@ import shlex
 import sys
 
 from nmt.cli import config_arguments, run_cli
-from nmt.config import load_config
-from nmt.train import train
+from nmt.config.loader import load_config
+from nmt.training.loop import train
 
 
 def main(args: argparse.Namespace) -> None:

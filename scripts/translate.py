@@ -10,7 +10,7 @@ The model, its vocabularies and its segmentation come from the checkpoint: by de
 runs/<name>/checkpoints/<eval.checkpoint>.pt: best, else last); `search.*` from the config and
 overrides.
 
-Lines are split at "\\n" only, from a file and from a pipe alike (see nmt/lines.py): a lone "\\r",
+Lines are split at "\\n" only, from a file and from a pipe alike (see nmt/io.py): a lone "\\r",
 U+2028 or a form feed inside a line never makes an extra output line. Bytes that are not UTF-8
 become U+FFFD, with a warning naming the lines. A failed write (disk full, read-only folder)
 stops with one error naming the path; --output then keeps its previous content.
@@ -19,7 +19,7 @@ Several checkpoints (`--checkpoint a.pt --checkpoint b.pt`, `--checkpoint a.pt,b
 config's eval.ensemble) translate as an ensemble.
 """
 
-from nmt.openmp import sleep_while_waiting
+from nmt.cli import sleep_while_waiting
 
 sleep_while_waiting()  # before anything imports torch
 
@@ -31,15 +31,15 @@ from pathlib import Path
 from tqdm import tqdm
 
 from nmt.cli import config_arguments, run_cli
-from nmt.config import load_config
-from nmt.ensemble import split_checkpoint_arguments
+from nmt.config.loader import load_config
+from nmt.model.ensemble import split_checkpoint_arguments
 from nmt.errors import NMTError
 from nmt.io import atomic_write
-from nmt.lines import count_lines, iter_lines
+from nmt.io import count_lines, iter_lines
 from nmt.model import has_alignment
 from nmt.runtime import set_threads
-from nmt.streaming import interactive, translate_stream
-from nmt.translate import Translator, configured_checkpoints
+from nmt.decoding.streaming import interactive, translate_stream
+from nmt.decoding.translate import Translator, configured_checkpoints
 
 
 def main(args: argparse.Namespace) -> None:

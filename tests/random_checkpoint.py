@@ -7,8 +7,8 @@ from pathlib import Path
 
 import torch
 
-from nmt.checkpoint import save_checkpoint
-from nmt.config import Config
+from nmt.checkpoints.file import save_checkpoint
+from nmt.config.schema import Config
 from nmt.data.vocab import EOS_ID, SPECIALS
 from nmt.model import build_model
 

@@ -1,9 +1,11 @@
 import pytest
 
-from nmt.config import Config, load_config, save_config
+from nmt.config.schema import Config
+
+from nmt.config.loader import load_config, save_config
 from nmt.errors import NMTError
 
-from conftest import REPO
+from helpers import REPO
 
 
 def write(tmp_path, text):

@@ -8,7 +8,7 @@ import sys
 
 import sacrebleu
 
-from conftest import REPO
+from helpers import REPO
 
 
 def run(script: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

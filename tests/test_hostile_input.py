@@ -21,12 +21,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from random_checkpoint import single_thread, write_random_checkpoint
 
-from nmt.config import load_config
+from nmt.config.loader import load_config
 from nmt.data.corpus import read_corpus
 from nmt.errors import NMTError
-from nmt.lines import iter_lines
-from nmt.streaming import translate_stream
-from nmt.translate import Translator
+from nmt.io import iter_lines
+from nmt.decoding.streaming import translate_stream
+from nmt.decoding.translate import Translator
 
 REPO = Path(__file__).resolve().parents[1]
 SEPARATORS = ["\r", "\r\n", "\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028",
@@ -96,7 +96,7 @@ def test_translate_gives_one_line_per_input_line(translator, tmp_path, data):
 
 def test_lone_carriage_return_is_one_line_and_bad_bytes_are_named(translator, tmp_path, caplog):
     data = LONE_CR + b"bad \xff byte\n\xe4\xbd\n"
-    with caplog.at_level(logging.WARNING, logger="nmt.lines"), single_thread():
+    with caplog.at_level(logging.WARNING, logger="nmt.io"), single_thread():
         piped, _ = translate_bytes(translator, data, tmp_path)
     assert piped.count("\n") == 4
     assert "<stdin>: 2 lines are not valid UTF-8 (lines 3, 4)" in caplog.text

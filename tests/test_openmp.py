@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_sleep_while_waiting_sets_passive_without_overriding_the_user_or_importing_torch():
-    code = ("import os, sys; from nmt.openmp import sleep_while_waiting; sleep_while_waiting(); "
+    code = ("import os, sys; from nmt.cli import sleep_while_waiting; sleep_while_waiting(); "
             "print(os.environ['OMP_WAIT_POLICY'], 'torch' in sys.modules)")
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
 
@@ -38,7 +38,7 @@ def _statements_before_the_call(path: Path) -> list[ast.stmt]:
 def test_decoding_scripts_call_it_before_any_import_that_could_load_torch(script):
     for node in _statements_before_the_call(REPO / script):
         if isinstance(node, ast.ImportFrom):
-            assert node.module in ("nmt.openmp", "__future__"), f"{script}: {node.module} first"
+            assert node.module in ("nmt.cli", "__future__"), f"{script}: {node.module} first"
         elif isinstance(node, ast.Import):
             assert [alias.name for alias in node.names] == ["os"], script
 

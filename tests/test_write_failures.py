@@ -18,12 +18,12 @@ import pytest
 from random_checkpoint import single_thread, write_random_checkpoint
 
 import nmt.io
-from nmt.checkpoint import load_checkpoint, save_checkpoint
+from nmt.checkpoints.file import load_checkpoint, save_checkpoint
 from nmt.errors import NMTError
 from nmt.io import atomic_write, atomic_write_json, atomic_write_text
-from nmt.lines import iter_lines
-from nmt.streaming import translate_stream
-from nmt.translate import Translator
+from nmt.io import iter_lines
+from nmt.decoding.streaming import translate_stream
+from nmt.decoding.translate import Translator
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -153,7 +153,7 @@ def test_training_stops_with_one_message_when_a_checkpoint_cannot_be_written(smo
                                                                             monkeypatch):
     """The first last.pt is written; the second finds the disk full: training ends with the
     NMTError (printed as `error: ...` by the scripts), the first checkpoint still loads."""
-    import nmt.train
+    import nmt.training.loop
 
     config = replace(smoke_config, training=replace(smoke_config.training, max_steps=20,
                                                     validate_every=1000))
@@ -169,7 +169,7 @@ def test_training_stops_with_one_message_when_a_checkpoint_cannot_be_written(smo
 
     monkeypatch.setattr(Path, "write_bytes", second_fails)
     with pytest.raises(NMTError) as raised:
-        nmt.train.train(config)
+        nmt.training.loop.train(config)
     checkpoints = config.run_dir / "checkpoints"
     assert str(raised.value).startswith(f"{checkpoints / 'last.pt'}: cannot write (No space left "
                                         f"on device); the previous last.pt is intact")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nmt.errors import NMTError
-from nmt.lines import decode_lines
+from nmt.io import decode_lines
 
 Link = tuple[int, int]  # (Chinese unit, English unit)
 

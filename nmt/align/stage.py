@@ -15,7 +15,7 @@ from nmt.align.extract import METHODS
 from nmt.align.symmetrize import SYMMETRIZATIONS
 from nmt.align.links import AlignPair, Link, format_links
 from nmt.align.metrics import AlignmentScores, score_alignments
-from nmt.config import Config
+from nmt.config.schema import Config
 from nmt.errors import NMTError
 from nmt.io import atomic_write_json, atomic_write_lines, atomic_write_text, read_lines
 
@@ -71,7 +71,7 @@ def align(config: Config, pairs: list[AlignPair], options: AlignOptions) -> Alig
     if options.aligner == "eflomal":
         from nmt.align.statistical import align_with_eflomal
         from nmt.data.tokenize import make_tokenizers
-        from nmt.prepare import load_prepared
+        from nmt.data.prepare import load_prepared
 
         prepared = load_prepared(config)
         train_src, train_tgt = ([line.split() for line in read_lines(prepared.tokens("train", lang))]
@@ -83,7 +83,7 @@ def align(config: Config, pairs: list[AlignPair], options: AlignOptions) -> Alig
                                          "method": options.method,
                                          "training_pairs": str(prepared.tokens("train", "zh"))})
     from nmt.align.aligner import AttentionAligner
-    from nmt.translate import find_checkpoint
+    from nmt.decoding.translate import find_checkpoint
 
     path = Path(options.checkpoint) if options.checkpoint else find_checkpoint(
         config, config.eval.checkpoint)

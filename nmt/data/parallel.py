@@ -14,7 +14,7 @@ from typing import Callable, Iterator, Sequence
 
 from tqdm import tqdm
 
-from nmt.config import DataConfig
+from nmt.config.schema import DataConfig
 from nmt.data.tokenize import ChineseSegmenter, EnglishTokenizer, make_tokenizers
 
 CHUNK = 500  # pairs per task: small enough for a smooth progress bar, large enough to be cheap

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nmt.config import DataConfig
+from nmt.config.schema import DataConfig
 from nmt.data.vocab import UNK
 from nmt.errors import NMTError
 from nmt.io import atomic_write

@@ -11,7 +11,7 @@ import re
 import threading
 from pathlib import Path
 
-from nmt.config import DataConfig
+from nmt.config.schema import DataConfig
 from nmt.data.normalize import normalize_en, normalize_zh
 from nmt.errors import NMTError
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from nmt.config import ModelConfig
+from nmt.config.schema import ModelConfig
 from nmt.model.seq2seq import build_seq2seq
 from nmt.model.transformer import build_transformer
 

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from nmt.config import ModelConfig
+from nmt.config.schema import ModelConfig
 from nmt.data.vocab import PAD_ID
 from nmt.model.attention import make_attention
 from nmt.model.decoder import Decoder, DecoderState, Memory

@@ -1,0 +1,125 @@
+"""Checkpoint averaging: one model whose weights are the mean of the last or best N checkpoints.
+
+Checkpoints saved a few hundred steps apart near the end of training lie around the same optimum;
+the mean of their weights usually scores higher than any one of them, at no cost at test time
+(Vaswani et al., 2017; fairseq's scripts/average_checkpoints.py, Marian's and OpenNMT's
+equivalents). It needs `training.keep_checkpoints: N`, which keeps checkpoints/step_NNNNNN.pt.
+
+- last N: the N newest step checkpoints;
+- best N: the N with the highest dev score (dev BLEU, or minus the dev loss with
+  `training.early_stopping_metric: loss`) among those validated at the step they were saved.
+
+Each checkpoint contributes its translation weights (the moving average where training kept
+one, see `inference_weights`). Floating-point tensors are summed in float64 and divided by N, so
+the result is the float32 nearest to the exact mean; any other tensor must be equal in all of
+them. The output is an ordinary checkpoint (config, vocabularies, progress of the newest one)
+that translate and evaluate load like best.pt, with "averaged_from" naming its sources.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from nmt.checkpoints.file import inference_weights, load_checkpoint, save_checkpoint, step_checkpoints
+from nmt.errors import NMTError
+
+
+def parse_average(spec: str) -> tuple[str, int]:
+    """"last:5" → ("last", 5); the config schema has already checked the form."""
+    how, _, count = spec.partition(":")
+    return how, int(count)
+
+
+def select_checkpoints(folder: str | Path, how: str, count: int) -> list[Path]:
+    """The last or best `count` step checkpoints of a run's checkpoints/ folder, oldest first."""
+    folder = Path(folder)
+    kept = step_checkpoints(folder)
+    if how not in ("last", "best"):
+        raise NMTError(f"checkpoint averaging: choose 'last' or 'best', not {how!r}")
+    if how == "last":
+        chosen = kept[-count:]
+    else:
+        scored = [(load_checkpoint(path).get("dev_score"), step, path) for step, path in kept]
+        scored = [entry for entry in scored if entry[0] is not None]
+        if len(scored) < count:
+            raise NMTError(
+                f"{folder}: {len(scored)} kept checkpoints have a dev score, {count} asked for; "
+                f"a step checkpoint has one when a validation ran at its step (make "
+                f"training.checkpoint_every divide training.validate_every), or use last:{count}")
+        scored.sort(key=lambda entry: (-entry[0], -entry[1]))  # best first; ties: the newer
+        chosen = sorted((step, path) for _, step, path in scored[:count])
+    if len(chosen) < count:
+        raise NMTError(
+            f"{folder}: {len(kept)} step checkpoints kept, {count} asked for; train with "
+            f"training.keep_checkpoints={count} (or more) to keep them, or average fewer")
+    return [path for _, path in chosen]
+
+
+def average_weights(weights: list[dict[str, torch.Tensor]], names: list[str]
+                    ) -> dict[str, torch.Tensor]:
+    """The element-wise mean of state dicts that have the same keys and shapes."""
+    first = weights[0]
+    for name, other in zip(names[1:], weights[1:]):
+        if other.keys() != first.keys():
+            differ = sorted(other.keys() ^ first.keys())
+            raise NMTError(f"{name}: its weights differ from {names[0]}'s in {differ[:5]}; "
+                           f"only checkpoints of one model can be averaged")
+    averaged = {}
+    for key, tensor in first.items():
+        tensors = [w[key] for w in weights]
+        if any(t.shape != tensor.shape for t in tensors):
+            raise NMTError(f"{key}: shapes {[tuple(t.shape) for t in tensors]} differ in "
+                           f"{names}; only checkpoints of one model can be averaged")
+        if tensor.is_floating_point():
+            total = torch.stack([t.double() for t in tensors]).sum(dim=0)
+            averaged[key] = (total / len(tensors)).to(tensor.dtype)
+        elif all(torch.equal(t, tensor) for t in tensors):
+            averaged[key] = tensor.clone()
+        else:
+            raise NMTError(f"{key}: a non-float tensor that differs between {names}")
+    return averaged
+
+
+def average_checkpoints(paths: list[str | Path]) -> dict[str, Any]:
+    """A checkpoint whose weights are the mean of `paths`' translation weights."""
+    if not paths:
+        raise NMTError("checkpoint averaging needs at least one checkpoint")
+    names = [str(p) for p in paths]
+    checkpoints = [load_checkpoint(p) for p in paths]
+    newest = max(checkpoints, key=lambda c: (c.get("progress") or {}).get("step", 0))
+    for name, checkpoint in zip(names, checkpoints):
+        for key in ("src_vocab", "tgt_vocab"):
+            if checkpoint[key] != newest[key]:
+                raise NMTError(f"{name}: its {key} differs from the others'; only checkpoints "
+                               f"of one run (or runs on the same vocabularies) can be averaged")
+        if checkpoint["config"]["model"] != newest["config"]["model"]:
+            raise NMTError(f"{name}: its model section differs from the others'")
+    model = average_weights([inference_weights(c) for c in checkpoints], names)
+    steps = [(c.get("progress") or {}).get("step") for c in checkpoints]
+    return {
+        "config": newest["config"], "src_vocab": newest["src_vocab"], "tgt_vocab": newest["tgt_vocab"],
+        "model": model, "optimizer": None, "scheduler": None,
+        "progress": dict(newest.get("progress") or {}), "rng": [],
+        "averaged_model": None, "averaged_updates": 0,
+        "subword": newest.get("subword"),  # the sentencepiece models travel with the weights
+        "averaged_from": [{"checkpoint": name, "step": step, "dev_score": c.get("dev_score")}
+                          for name, step, c in zip(names, steps, checkpoints)],
+    }
+
+
+def average_label(how: str, count: int) -> str:
+    """The name of an average's checkpoint and results files: average_last5."""
+    return f"average_{how}{count}"
+
+
+def write_average(run_dir: Path, how: str, count: int, output: str | Path | None = None) -> Path:
+    """Average the last/best `count` step checkpoints of `run_dir`; returns the file written
+    (default run_dir/checkpoints/average_last5.pt)."""
+    folder = Path(run_dir) / "checkpoints"
+    paths = select_checkpoints(folder, how, count)
+    output = Path(output) if output else folder / f"{average_label(how, count)}.pt"
+    save_checkpoint(output, average_checkpoints(paths))
+    return output

@@ -1,0 +1,215 @@
+"""The experiment config's schema: every key, its type, its default and what it means, once.
+
+An experiment YAML names only what differs from these defaults; nmt/config/loader.py reads it
+and checks it against this schema. docs/config.md is generated from this file (make docs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+
+
+
+def _check(predicate, allowed: str):
+    """Field metadata: a value check and the words that say what is allowed."""
+    return {"check": predicate, "allowed": allowed}
+
+
+positive = _check(lambda v: v > 0, "a number > 0")
+SUBWORD_KEYS = ("subword", "src_subword_vocab", "tgt_subword_vocab")
+non_negative = _check(lambda v: v >= 0, "a number >= 0")
+probability = _check(lambda v: 0 <= v < 1, "a number in [0, 1)")
+average_spec = _check(lambda v: re.fullmatch(r"(last|best):[1-9][0-9]*", v) is not None,
+                      "last:N or best:N, e.g. last:5")
+
+
+@dataclass
+class DataConfig:
+    """Where the corpus is and how it becomes prepared, indexed text (the prepare stage)."""
+
+    corpus: str = "data/raw/cmn-eng/cmn.txt"  # the Tatoeba TSV: English <TAB> Chinese <TAB> credit
+    prepared_dir: str = "data/prepared"  # outputs go to <prepared_dir>/<hash of this section>/
+    max_pairs: Optional[int] = field(default=None, metadata=positive)  # keep the first N pairs (tests)
+    zh_level: Literal["word", "char"] = "word"  # jieba words or single characters
+    zh_user_dict: Optional[str] = None  # a jieba user dictionary file
+    traditional_to_simplified: bool = False  # convert traditional characters with OpenCC
+    lowercase: bool = False  # lowercase English (BLEU is then case-insensitive)
+    min_length: int = field(default=1, metadata=positive)  # in tokens, each side
+    max_length: int = field(default=50, metadata=positive)  # in tokens, each side
+    dev_size: int = field(default=1000, metadata=positive)  # pairs
+    test_size: int = field(default=1500, metadata=positive)  # pairs
+    split_seed: int = 1234
+    src_min_freq: int = field(default=2, metadata=positive)
+    tgt_min_freq: int = field(default=2, metadata=positive)
+    src_max_vocab: int = field(default=50000, metadata=positive)
+    tgt_max_vocab: int = field(default=50000, metadata=positive)
+    workers: int = field(default=2, metadata=positive)  # processes for segmentation
+    # Subword units (sentencepiece, nmt/data/subword.py) inside the words and Moses tokens,
+    # trained on the training split: none, bpe or unigram. Vocabulary sizes as sentencepiece
+    # counts them, capped with a warning to what the corpus allows; small ones suit small corpora
+    # (Sennrich & Zhang, 2019). src/tgt_min_freq and max_vocab then apply to the pieces.
+    subword: Literal["none", "bpe", "unigram"] = "none"
+    src_subword_vocab: int = field(default=4000, metadata=_check(lambda v: v >= 8, "an integer >= 8"))
+    tgt_subword_vocab: int = field(default=4000, metadata=_check(lambda v: v >= 8, "an integer >= 8"))
+
+
+@dataclass
+class ModelConfig:
+    """The model: a recurrent seq2seq (BiRNN encoder, attention, RNN decoder with a deep output
+    layer) or a Transformer. Keys that do not apply to the chosen family are ignored: the RNN
+    reads the keys up to `dropout`, the Transformer reads those from `architecture` on, plus
+    encoder_layers, tie_embeddings and dropout (the attention keys above do not apply to it:
+    its attention is always scaled dot-product over several heads)."""
+
+    # rnn: the recurrent seq2seq below; transformer: self- and cross-attention layers (Vaswani
+    # et al., 2017), keys from `decoder_layers` on
+    architecture: Literal["rnn", "transformer"] = "rnn"
+    rnn: Literal["gru", "lstm"] = "gru"
+    embed_size: int = field(default=256, metadata=positive)
+    encoder_hidden: int = field(default=256, metadata=positive)  # per direction
+    encoder_layers: int = field(default=1, metadata=positive)  # BiRNN or Transformer layers
+    decoder_hidden: int = field(default=512, metadata=positive)
+    # F(s_{i-1}, h_j): additive (Bahdanau), dot, general (Luong), scaled_dot, or none (fixed context)
+    attention: Literal["additive", "dot", "general", "scaled_dot", "none"] = "additive"
+    # The query: s_{i-1} before the RNN step reads y_{i-1} (Bahdanau), or the new state s_i
+    # after it (Luong's order, as Joey NMT's recurrent decoder does)
+    attention_query: Literal["previous", "current"] = "previous"
+    attention_size: int = field(default=256, metadata=positive)  # additive attention's hidden size
+    readout_size: int = field(default=256, metadata=positive)  # deep output layer before the softmax
+    input_feeding: bool = True  # feed the previous readout into the next decoder step
+    tie_embeddings: bool = False  # share target embeddings with the output layer
+    dropout: float = field(default=0.2, metadata=probability)  # Transformer: embeddings, residuals
+    # Transformer only (the RNN ignores these):
+    decoder_layers: int = field(default=1, metadata=positive)
+    d_model: int = field(default=256, metadata=positive)  # width of embeddings and every layer
+    heads: int = field(default=4, metadata=positive)  # attention heads; d_model / heads each
+    ff_size: int = field(default=1024, metadata=positive)  # the feed-forward sublayer's inner width
+    attention_dropout: float = field(default=0.1, metadata=probability)  # on attention weights
+    activation_dropout: float = field(default=0.1, metadata=probability)  # inside feed-forward
+    norm: Literal["pre", "post"] = "pre"  # LayerNorm before each sublayer (stable) or after
+    positions: Literal["sinusoidal", "learned"] = "sinusoidal"
+    max_positions: int = field(default=512, metadata=positive)  # learned positions: table size
+    # The decoder layer whose cross-attention (heads averaged) is the alignment that plots,
+    # <unk> replacement and the alignment tool read: -1 = the last, 0 = the first
+    alignment_layer: int = -1
+
+
+@dataclass
+class TrainingConfig:
+    """The training loop: optimizer, schedule, validation, checkpoints."""
+
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    # Autocast matmuls to bfloat16: true, false, or auto = where the CUDA device or the CPU (AMX,
+    # AVX-512 BF16) computes bf16 natively. Weights, optimizer and loss stay float32.
+    bf16: Literal["auto", True, False] = False
+    threads: int = field(default=0, metadata=non_negative)  # CPU threads; 0: cores ÷ local ranks
+    batch_tokens: int = field(default=2000, metadata=positive)  # target tokens per batch (global)
+    max_length: int = field(default=50, metadata=positive)  # drop longer training pairs (tokens)
+    optimizer: Literal["adam", "adamw"] = "adam"
+    # Adam's (beta1, beta2); Transformers usually train with [0.9, 0.98] (Vaswani et al., 2017)
+    adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.999], metadata=_check(
+        lambda v: len(v) == 2 and all(0 <= b < 1 for b in v), "two numbers in [0, 1), e.g. [0.9, 0.98]"))
+    lr: float = field(default=1e-3, metadata=positive)
+    weight_decay: float = field(default=0.0, metadata=non_negative)
+    schedule: Literal["constant", "plateau", "warmup_decay"] = "plateau"
+    warmup_steps: int = field(default=500, metadata=non_negative)  # warmup_decay
+    plateau_factor: float = field(default=0.5, metadata=probability)
+    plateau_patience: int = field(default=1, metadata=non_negative)  # validations without gain
+    min_lr: float = field(default=1e-5, metadata=non_negative)
+    clip_norm: float = field(default=1.0, metadata=positive)
+    label_smoothing: float = field(default=0.1, metadata=probability)
+    # Word dropout (Sennrich & Zhang, 2019): each source token of a training batch becomes <unk>
+    # with this probability (nmt/training/word_dropout.py); the target one for the decoder's inputs.
+    src_word_dropout: float = field(default=0.0, metadata=probability)
+    tgt_word_dropout: float = field(default=0.0, metadata=probability)
+    # Guided alignment (nmt/align/guided.py): weight of a loss pulling the attention toward
+    # eflomal's links of the training pairs (OpenNMT-py's lambda_align, 0.05); 0: off
+    guided_alignment: float = field(default=0.0, metadata=non_negative)
+    # Validate, keep and translate with a moving average of the weights (nmt/training/ema.py); 0: off.
+    ema_decay: float = field(default=0.0, metadata=probability)
+    max_steps: Optional[int] = field(default=None, metadata=positive)
+    max_epochs: Optional[int] = field(default=30, metadata=positive)
+    # Stop after this many minutes of training (wall clock, validation included): runs compared
+    # "in the same minutes" get the same budget whatever their speed per step.
+    max_minutes: Optional[float] = field(default=None, metadata=positive)
+    validate_every: int = field(default=500, metadata=positive)  # steps
+    checkpoint_every: int = field(default=500, metadata=positive)  # steps
+    # Also keep the weights of the last N checkpoints as checkpoints/step_NNNNNN.pt, each with its
+    # dev score, for checkpoint averaging (scripts/average_checkpoints.py); 0: best/last only.
+    keep_checkpoints: int = field(default=0, metadata=non_negative)
+    early_stopping_metric: Literal["bleu", "loss"] = "bleu"
+    patience: int = field(default=4, metadata=positive)  # validations without a new best
+    log_every: int = field(default=50, metadata=positive)  # steps between TensorBoard points
+    on_nan: Literal["stop", "skip"] = "skip"  # a non-finite loss: stop the run or skip the batch
+    max_skipped_batches: int = field(default=20, metadata=non_negative)
+    examples: int = field(default=3, metadata=non_negative)  # dev sentences shown with attention
+    # A gold alignment file (the shared format): dev pairs it holds are shown first, with their
+    # gold links marked on a forced-decoding heatmap (nmt/training/examples.py); missing: a warning
+    examples_gold: Optional[str] = None
+    overwrite: bool = False  # allow reusing a run directory that holds another config
+    # Fine-tuning: a new run starts from this checkpoint's weights (same model and vocabularies);
+    # optimizer, schedule and step count start afresh. A run that resumes its own last.pt ignores it.
+    init_from: Optional[str] = None
+
+
+@dataclass
+class SearchConfig:
+    """Decoding: greedy (beam_size 1) or beam search."""
+
+    beam_size: int = field(default=5, metadata=positive)
+    length_penalty: float = field(default=1.0, metadata=non_negative)  # GNMT alpha; 0 = none
+    max_length_ratio: float = field(default=2.0, metadata=positive)  # output <= ratio*src + 10
+    n_best: int = field(default=1, metadata=positive)
+    replace_unk: bool = False  # replace <unk> by the most-attended source token
+    batch_size: int = field(default=64, metadata=positive)  # sentences per decoding batch
+
+
+@dataclass
+class EvalConfig:
+    split: Literal["dev", "test"] = "test"
+    checkpoint: Literal["best", "last"] = "best"
+    # Score the average of the last or best N kept checkpoints ("last:5", "best:5"; needs
+    # training.keep_checkpoints >= N); writes results.average_last5.json etc.
+    average: Optional[str] = field(default=None, metadata=average_spec)
+    # Score an ensemble of these checkpoints (log-probabilities averaged at every search step);
+    # writes results.ensemble.json.
+    ensemble: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Config:
+    name: str = "experiment"
+    seed: int = 1234
+    runs_dir: str = "runs"
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.runs_dir) / self.name
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def data_hash(self) -> str:
+        """Names the prepared-data folder: changes whenever a data setting changes."""
+        data = dataclasses.asdict(self.data)
+        del data["prepared_dir"], data["workers"]  # where and how fast, not what
+        if data["subword"] == "none":  # unused: folders prepared before subwords keep their name
+            for key in SUBWORD_KEYS:
+                del data[key]
+        return _hash(data)
+
+
+def _hash(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:12]

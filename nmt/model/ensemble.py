@@ -1,0 +1,121 @@
+"""Ensemble decoding: several trained models search as one.
+
+`Ensemble(models)` has the interface search uses (encode, init_state, decode_step), so greedy and
+beam search, n-best lists and translation work unchanged. At every step each member scores the
+same prefixes and the ensemble's distribution is the mean of the members' probabilities, taken
+in log space:
+
+    log p(y) = logsumexp_k log p_k(y) − log K
+
+as fairseq's EnsembleModel does. (The mean of log-probabilities, a product of experts, would let
+one member's near-zero probability veto a word the others agree on.) An ensemble of one model
+gives that model's log-probabilities exactly. Attention weights are the mean of the members'
+that have attention, so unknown-word replacement and attention plots still work.
+
+The members need not share an architecture or a size, only the vocabularies: their outputs are
+added id by id. `load_ensemble` checks that and names the checkpoints that differ.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from nmt.errors import NMTError
+
+# Data settings that may differ between members: where the data is, not what it is.
+WHERE_KEYS = ("corpus", "prepared_dir", "workers")
+
+
+@dataclass
+class EnsembleParts:
+    """Each member's memory or decoder state, in member order; beam search selects rows of all."""
+
+    parts: list
+
+    def select(self, index: Tensor) -> "EnsembleParts":
+        return EnsembleParts([part.select(index) for part in self.parts])
+
+
+class Ensemble(nn.Module):
+    def __init__(self, models: list[nn.Module]):
+        super().__init__()
+        if not models:
+            raise NMTError("an ensemble needs at least one model")
+        self.members = nn.ModuleList(models)
+
+    def encode(self, src: Tensor, src_lengths: Tensor) -> EnsembleParts:
+        return EnsembleParts([model.encode(src, src_lengths) for model in self.members])
+
+    def init_state(self, memory: EnsembleParts) -> EnsembleParts:
+        return EnsembleParts([model.init_state(part) for model, part in zip(self.members, memory.parts)])
+
+    def decode_step(self, prev_tokens: Tensor, state: EnsembleParts, memory: EnsembleParts
+                    ) -> tuple[Tensor, EnsembleParts, Tensor | None]:
+        """prev_tokens (B,) → mean-probability log-probs (B, V), states, mean weights (B, S)."""
+        if len(self.members) == 1:  # the mean of one: that model's own numbers, at its own cost
+            log_probs, new_state, weights = self.members[0].decode_step(prev_tokens, state.parts[0],
+                                                                         memory.parts[0])
+            return log_probs, EnsembleParts([new_state]), weights
+        all_log_probs, states, all_weights = [], [], []
+        for model, part_state, part_memory in zip(self.members, state.parts, memory.parts):
+            log_probs, new_state, weights = model.decode_step(prev_tokens, part_state, part_memory)
+            all_log_probs.append(log_probs.float())
+            states.append(new_state)
+            if weights is not None:
+                all_weights.append(weights)
+        stacked = torch.stack(all_log_probs)  # (K, B, V)
+        log_probs = torch.logsumexp(stacked, dim=0) - math.log(len(all_log_probs))  # (B, V)
+        weights = None if not all_weights else torch.stack(all_weights).mean(dim=0)  # (B, S)
+        return log_probs, EnsembleParts(states), weights
+
+
+def split_checkpoint_arguments(values: list[str] | None) -> list[str]:
+    """`--checkpoint a.pt --checkpoint b.pt` or `--checkpoint a.pt,b.pt` → [a.pt, b.pt]."""
+    return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
+
+
+def load_ensemble(paths: list[str | Path]):
+    """Load checkpoints as one model → (model, config, src_vocab, tgt_vocab, checkpoints).
+
+    The config (segmentation, detokenization) is the first checkpoint's; one path gives that
+    model itself, not a wrapper."""
+    from nmt.checkpoints.file import load_checkpoint, model_from_checkpoint
+
+    if not paths:
+        raise NMTError("no checkpoint given")
+    models, checkpoints, first = [], [], None
+    for path in paths:
+        checkpoint = load_checkpoint(path)
+        model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, source=str(path))
+        if first is None:
+            first = (path, config, src_vocab, tgt_vocab)
+        else:
+            _check_compatible(first, (path, config, src_vocab, tgt_vocab))
+        models.append(model)
+        checkpoints.append(checkpoint)
+    _, config, src_vocab, tgt_vocab = first
+    model = models[0] if len(models) == 1 else Ensemble(models).eval()
+    return model, config, src_vocab, tgt_vocab, checkpoints
+
+
+def _check_compatible(first, other) -> None:
+    """Members read the same source ids and write the same target ids, from the same text."""
+    first_path, first_config, first_src, first_tgt = first
+    path, config, src, tgt = other
+    for side, ours, theirs in (("source", first_src, src), ("target", first_tgt, tgt)):
+        if ours.itos != theirs.itos:
+            raise NMTError(
+                f"{path} and {first_path} have different {side} vocabularies ({len(theirs.itos)} "
+                f"and {len(ours.itos)} tokens): an ensemble's members must be trained on the same "
+                f"prepared data (the same data.* settings)")
+    ours, theirs = dataclasses.asdict(first_config.data), dataclasses.asdict(config.data)
+    differ = sorted(k for k in ours if k not in WHERE_KEYS and ours[k] != theirs.get(k))
+    if differ:
+        raise NMTError(f"{path} and {first_path} were trained on other data settings "
+                       f"({', '.join('data.' + k for k in differ)}): they cannot form an ensemble")

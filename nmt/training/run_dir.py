@@ -1,0 +1,81 @@
+"""The run directory `runs/<name>/`: never silently reused by a different experiment."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import yaml
+
+from nmt.config.schema import Config
+
+from nmt.config.loader import save_config
+from nmt.errors import NMTError
+
+# Keys that may change between a run and its resumption: how long, where, how fast, how to decode.
+RESUMABLE_PREFIXES = (
+    "training.max_steps", "training.max_epochs", "training.max_minutes", "training.overwrite",
+    "training.threads", "training.examples",  # what TensorBoard shows, not what is trained
+    "training.device", "data.workers", "data.prepared_dir", "data.corpus", "search.", "eval.",
+)
+
+
+def _flatten(tree: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def config_differences(saved: dict, current: dict) -> list[str]:
+    """Dotted keys whose values differ, ignoring those a resumed run may change.
+
+    A key the saved config lacks (it was added to the schema after the run started) differs only
+    when the current value is not the key's default: the run was trained with that default."""
+    old, new = _flatten(saved), _flatten(current)
+    defaults = _flatten(Config().to_dict())
+    return sorted(
+        key for key in new
+        if old.get(key, defaults.get(key)) != new.get(key) and not key.startswith(RESUMABLE_PREFIXES)
+    )
+
+
+def claim_run_dir(config: Config) -> Path:
+    """Create or reuse `runs/<name>/`, refusing one that holds another experiment's config.
+
+    With `training.overwrite=true` the old checkpoints and curves are deleted instead.
+    """
+    run_dir = config.run_dir
+    saved_path = run_dir / "config.yaml"
+    if saved_path.is_file():
+        saved = yaml.safe_load(saved_path.read_text(encoding="utf-8")) or {}
+        differences = config_differences(saved, config.to_dict())
+        if differences and not config.training.overwrite:
+            shown = ", ".join(differences[:8]) + (" ..." if len(differences) > 8 else "")
+            raise NMTError(
+                f"{run_dir} holds a different experiment (differs in: {shown}). Give this one "
+                f"another `name`, or pass training.overwrite=true to delete that run's checkpoints"
+            )
+        if differences:
+            for child in ("checkpoints", "tensorboard"):
+                shutil.rmtree(run_dir / child, ignore_errors=True)
+            for stale in ("train_summary.json", "results.json", "guided_links.txt",
+                          *run_dir.glob("results.*.json")):
+                (run_dir / stale).unlink(missing_ok=True)
+    save_config(config, saved_path)
+    return run_dir
+
+
+def record_command(run_dir: Path, command: str) -> None:
+    """Append `command` with the time to run_dir/commands.txt: how each stage of the run was made."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with open(run_dir / "commands.txt", "a", encoding="utf-8") as log_file:
+            log_file.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}  {command}\n")
+    except OSError as error:
+        raise NMTError(f"{run_dir / 'commands.txt'}: cannot write ({error.strerror or error}); "
+                       f"free some space or choose a runs_dir you can write to") from None

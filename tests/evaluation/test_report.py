@@ -1,0 +1,143 @@
+"""The results table from hand-made run folders: every cell comes from a file a stage writes."""
+
+from __future__ import annotations
+
+import json
+import runpy
+import sys
+from pathlib import Path
+
+import yaml
+
+from nmt.evaluation.report import collect_runs, format_commands, format_markdown, format_table
+
+REPO = Path(__file__).resolve().parents[2]
+SIGNATURE = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
+CHRF_SIGNATURE = "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0"
+
+
+def _write(path: Path, data) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".yaml":
+        path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    elif path.suffix == ".json":
+        path.write_text(json.dumps(data), encoding="utf-8")
+    else:
+        path.write_text(data, encoding="utf-8")
+
+
+def _results(bleu: float, chrf: float, **extra) -> dict:
+    return {"split": "test", "bleu": bleu, "chrf": chrf, "signature": SIGNATURE,
+            "chrf_signature": CHRF_SIGNATURE, "step": 5000, **extra}
+
+
+def make_runs(runs: Path) -> None:
+    """Two RNN runs (one with an average and an ensemble of both), a Transformer with subwords."""
+    _write(runs / "bahdanau" / "config.yaml", {"model": {"attention": "additive",
+                                                         "attention_query": "previous"}})
+    _write(runs / "bahdanau" / "train_summary.json", {
+        "attention": "additive", "parameters": 9_700_000, "step": 5744, "train_seconds": 1806.0,
+        "cpu_seconds": 3500.0,
+        "best_dev_bleu": 21.94})
+    _write(runs / "bahdanau" / "results.json", _results(24.41, 40.15))
+    _write(runs / "bahdanau" / "commands.txt",
+           "2026-12-03 08:00:00  python scripts/train.py configs/tatoeba.yaml\n"
+           "2026-12-03 08:31:00  python scripts/evaluate.py configs/tatoeba.yaml\n")
+    _write(runs / "luong" / "config.yaml", {"model": {"attention": "additive",
+                                                      "attention_query": "current"},
+                                            "data": {"subword": "none"}})
+    _write(runs / "luong" / "train_summary.json", {
+        "architecture": "rnn", "attention": "additive", "parameters": 7_000_000, "step": 6000,
+        "train_seconds": 1200.0, "cpu_seconds": 1000.0, "best_dev_bleu": 23.69})
+    _write(runs / "luong" / "results.json", _results(26.08, 41.39))
+    _write(runs / "luong" / "alignment.json", {"aer": 0.4123})
+    _write(runs / "luong" / "results.average_last5.json", _results(
+        26.5, 41.8, label="average_last5", checkpoints=["runs/luong/checkpoints/average_last5.pt"]))
+    _write(runs / "luong" / "results.ensemble.json", _results(
+        27.25, 42.0, label="ensemble", step=6000, checkpoints=[
+            "runs/luong/checkpoints/best.pt", "runs/bahdanau/checkpoints/best.pt"]))
+    _write(runs / "transformer" / "config.yaml", {"model": {"attention": "scaled_dot",
+                                                            "attention_query": "previous"},
+                                                  "data": {"subword": "bpe"}})
+    _write(runs / "transformer" / "train_summary.json", {
+        "architecture": "transformer", "attention": "scaled_dot", "parameters": 12_000_000,
+        "step": 100, "train_seconds": 60.0, "best_dev_bleu": 3.5})
+    (runs / "not_a_run").mkdir()
+
+
+def test_rows_come_from_the_files(tmp_path):
+    make_runs(tmp_path)
+    rows = {row["name"]: row for row in collect_runs(tmp_path)}
+    assert list(rows) == ["bahdanau", "luong", "luong (average_last5)", "luong (ensemble)",
+                          "transformer"]
+    bahdanau = rows["bahdanau"]
+    assert (bahdanau["architecture"], bahdanau["query"], bahdanau["subword"]) == ("rnn", "previous", "none")
+    assert (bahdanau["test_bleu"], bahdanau["chrf"], bahdanau["aer"]) == (24.41, 40.15, None)
+    luong = rows["luong"]
+    assert (luong["query"], luong["aer"], luong["dev_bleu"]) == ("current", 41.23, 23.69)  # in points
+    average = rows["luong (average_last5)"]
+    assert (average["test_bleu"], average["dev_bleu"], average["parameters"]) == (26.5, None, 7_000_000)
+    assert average["query"] == "current" and average["train_seconds"] == 1200.0
+    ensemble = rows["luong (ensemble)"]
+    assert ensemble["parameters"] == 16_700_000 and ensemble["train_seconds"] == 3006.0
+    assert ensemble["cpu_seconds"] == 4500.0  # both members' runs, once each
+    assert ensemble["test_bleu"] == 27.25 and ensemble["step"] is None
+    transformer = rows["transformer"]
+    assert (transformer["architecture"], transformer["query"], transformer["subword"]) == (
+        "transformer", None, "bpe")  # a query order belongs to the RNN decoder only
+
+
+def test_plain_and_markdown_tables(tmp_path):
+    make_runs(tmp_path)
+    rows = collect_runs(tmp_path)
+    table = format_table(rows).splitlines()
+    assert table[0].split()[:4] == ["run", "architecture", "attention", "query"]
+    assert table[2].split() == ["bahdanau", "rnn", "additive", "previous", "none", "9.7M", "5744",
+                                "30m06s", "58m20s", "21.94", "24.41", "40.15", "-", "-"]
+    markdown = format_markdown(rows).splitlines()
+    assert markdown[0].startswith("| run | architecture |") and markdown[1].startswith("|---|")
+    assert "| luong (ensemble) | rnn | additive | current | none | 16.7M | - | 50m06s | 1h15m | - | 27.25 |" in markdown[5]
+    assert markdown[-3:] == [f"BLEU: sacrebleu `{SIGNATURE}`", "",
+                             f"chrF: sacrebleu `{CHRF_SIGNATURE}`"]
+    assert sum(SIGNATURE in line for line in markdown) == 1  # once, below the table
+
+    _write(tmp_path / "luong" / "results.json", _results(26.08, 41.39, signature="other"))
+    markdown = format_markdown(collect_runs(tmp_path))
+    assert f"BLEU of bahdanau, luong (average_last5), luong (ensemble): sacrebleu `{SIGNATURE}`" in markdown
+    assert "BLEU of luong: sacrebleu `other`" in markdown
+
+
+def test_commands_and_the_script(tmp_path, monkeypatch, capsys):
+    make_runs(tmp_path)
+    listing = format_commands(tmp_path, collect_runs(tmp_path))
+    assert listing.splitlines()[:3] == [
+        "bahdanau:", "  2026-12-03 08:00:00  python scripts/train.py configs/tatoeba.yaml",
+        "  2026-12-03 08:31:00  python scripts/evaluate.py configs/tatoeba.yaml"]
+    assert "luong:\n  (no commands.txt)" in listing and listing.count("luong:") == 1
+
+    script = REPO / "scripts" / "report.py"
+    monkeypatch.setattr(sys, "argv", [str(script), "--runs", str(tmp_path), "--markdown", "--commands"])
+    runpy.run_path(str(script), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "| transformer | transformer |" in out and "bahdanau:\n  2026-12-03" in out
+
+
+def test_curves_pair_dev_bleu_with_minutes_from_the_events(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    from nmt.evaluation.curves import dev_curve, format_curves
+
+    writer = SummaryWriter(str(tmp_path / "run" / "tensorboard"))
+    for step, bleu in ((250, 3.5), (500, 8.25)):
+        writer.add_scalar("dev/bleu", bleu, step)
+        writer.add_scalar("time/minutes", step / 50, step)
+        writer.add_scalar("time/cpu_minutes", step / 100, step)
+    writer.add_scalar("dev/bleu", 9.0, 600)  # a run from before time/ was logged: no minutes
+    writer.close()
+    assert dev_curve(tmp_path / "run") == [
+        {"step": 250, "minutes": 5.0, "cpu_minutes": 2.5, "bleu": 3.5},
+        {"step": 500, "minutes": 10.0, "cpu_minutes": 5.0, "bleu": 8.25},
+        {"step": 600, "minutes": None, "cpu_minutes": None, "bleu": 9.0}]
+    table = format_curves(tmp_path, ["run", "missing"])
+    assert "| 500 | 10.0 | 5.0 | 8.25 |" in table and "| 600 | - | - | 9.00 |" in table
+    assert "missing" not in table
