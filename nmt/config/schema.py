@@ -24,6 +24,10 @@ def _check(predicate, allowed: str):
 
 positive = _check(lambda v: v > 0, "a number > 0")
 SUBWORD_KEYS = ("subword", "src_subword_vocab", "tgt_subword_vocab")
+# Data keys that say where the data is and how fast it is made, not what it is: a run, its
+# resumption, its evaluation and an ensemble's members may differ in these and still read the
+# same sentences.
+DATA_LOCATION_KEYS = ("corpus", "prepared_dir", "workers")
 non_negative = _check(lambda v: v >= 0, "a number >= 0")
 probability = _check(lambda v: 0 <= v < 1, "a number in [0, 1)")
 average_spec = _check(lambda v: re.fullmatch(r"(last|best):[1-9][0-9]*", v) is not None,
@@ -204,7 +208,11 @@ class Config:
     def data_hash(self) -> str:
         """Names the prepared-data folder: changes whenever a data setting changes."""
         data = dataclasses.asdict(self.data)
-        del data["prepared_dir"], data["workers"]  # where and how fast, not what
+        for key in DATA_LOCATION_KEYS:
+            # The corpus path stays in: it stands for the corpus's content, and another file
+            # must not share this cache folder.
+            if key != "corpus":
+                del data[key]
         if data["subword"] == "none":  # unused: folders prepared before subwords keep their name
             for key in SUBWORD_KEYS:
                 del data[key]

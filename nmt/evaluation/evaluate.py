@@ -25,8 +25,7 @@ from pathlib import Path
 import sacrebleu
 from tqdm import tqdm
 
-from nmt.config.schema import Config
-from nmt.model.ensemble import WHERE_KEYS  # data settings that may differ: where, not what
+from nmt.config.schema import DATA_LOCATION_KEYS, Config
 from nmt.errors import NMTError
 from nmt.io import atomic_write_json, atomic_write_lines, read_lines
 from nmt.decoding.translate import Translator, configured_checkpoints
@@ -152,7 +151,7 @@ def _check_same_data(config: Config, trained: Config, path: Path) -> None:
     """The references must come from the data the checkpoint was trained with: another split
     seed or size would score the model on its own training sentences."""
     ours, theirs = dataclasses.asdict(config.data), dataclasses.asdict(trained.data)
-    differ = sorted(k for k in ours if k not in WHERE_KEYS and ours[k] != theirs.get(k))
+    differ = sorted(k for k in ours if k not in DATA_LOCATION_KEYS and ours[k] != theirs.get(k))
     if differ:
         shown = ", ".join(f"data.{k} ({theirs.get(k)!r} in the checkpoint, {ours[k]!r} here)"
                           for k in differ)

@@ -26,10 +26,8 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
+from nmt.config.schema import DATA_LOCATION_KEYS
 from nmt.errors import NMTError
-
-# Data settings that may differ between members: where the data is, not what it is.
-WHERE_KEYS = ("corpus", "prepared_dir", "workers")
 
 
 @dataclass
@@ -115,7 +113,7 @@ def _check_compatible(first, other) -> None:
                 f"and {len(ours.itos)} tokens): an ensemble's members must be trained on the same "
                 f"prepared data (the same data.* settings)")
     ours, theirs = dataclasses.asdict(first_config.data), dataclasses.asdict(config.data)
-    differ = sorted(k for k in ours if k not in WHERE_KEYS and ours[k] != theirs.get(k))
+    differ = sorted(k for k in ours if k not in DATA_LOCATION_KEYS and ours[k] != theirs.get(k))
     if differ:
         raise NMTError(f"{path} and {first_path} were trained on other data settings "
                        f"({', '.join('data.' + k for k in differ)}): they cannot form an ensemble")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from nmt.config.schema import Config
+from nmt.config.schema import DATA_LOCATION_KEYS, Config
 
 from nmt.config.loader import save_config
 from nmt.errors import NMTError
@@ -17,7 +17,7 @@ from nmt.errors import NMTError
 RESUMABLE_PREFIXES = (
     "training.max_steps", "training.max_epochs", "training.max_minutes", "training.overwrite",
     "training.threads", "training.examples",  # what TensorBoard shows, not what is trained
-    "training.device", "data.workers", "data.prepared_dir", "data.corpus", "search.", "eval.",
+    "training.device", "search.", "eval.", *(f"data.{key}" for key in DATA_LOCATION_KEYS),
 )
 
 
