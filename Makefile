@@ -26,7 +26,7 @@ PY      := $(VENV)/bin/python
 CORPUS  := data/raw/cmn-eng/cmn.txt
 RUNS    := runs
 
-.PHONY: setup data prepare train eval translate align align-eval report tensorboard lint test bench clean help
+.PHONY: setup data prepare train eval translate align align-eval report docs tensorboard lint test test-fast bench clean help
 
 help:
 	@sed -n '1,8p' Makefile
@@ -35,7 +35,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(TORCH)
-	$(PY) -m pip install --quiet -e '.[test,align]'
+	$(PY) -m pip install --quiet -e '.[test,align,serve]'
 	touch $@
 
 setup: $(VENV)/.installed
@@ -84,6 +84,11 @@ align-eval: prepare
 report: setup
 	$(PY) scripts/report.py --runs $(RUNS) $(ARGS)
 
+# docs/config.md from the config schema; docs/results.md's tables from the runs under runs/
+docs: setup
+	$(PY) scripts/config_docs.py > docs/config.md.tmp && mv docs/config.md.tmp docs/config.md
+	$(PY) scripts/report.py --runs $(RUNS) --docs docs/results.md
+
 tensorboard: setup
 	$(VENV)/bin/tensorboard --logdir $(RUNS) --port $(PORT)
 
@@ -92,6 +97,10 @@ lint: setup
 
 test: lint
 	$(PY) -m pytest tests
+
+# The unit tests only (under a minute): not those marked e2e, which run the real stages
+test-fast: setup
+	$(PY) -m pytest tests -m "not e2e"
 
 bench: prepare
 	$(PY) bench/bench_prepare.py $(CORPUS)

@@ -29,10 +29,10 @@ from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
 from nmt.data.vocab import Vocab
 from nmt.io import read_lines
-from nmt.model.seq2seq import build_model
+from nmt.model import build_model
 from nmt.data.prepare import load_prepared
 from nmt.runtime import set_threads
-from machine import cpu_model  # bench/machine.py
+from nmt.runtime import cpu_model
 
 
 def main(args: argparse.Namespace) -> None:

@@ -40,8 +40,10 @@ from nmt.io import read_lines
 from nmt.model import build_model, count_parameters, describe
 from nmt.data.prepare import load_prepared
 from nmt.runtime import set_threads
-from nmt.decoding.translate import Translator, decode_ids, find_checkpoint
-from machine import cpu_model  # bench/machine.py
+from nmt.checkpoints.choose import find_checkpoint
+from nmt.decoding.translate import decode_ids
+from nmt.decoding.translator import Translator
+from nmt.runtime import cpu_model
 
 JOEY_SENTENCES_PER_SECOND = 1503 / 42  # beam 5, batch 64, 2-core CPU
 

@@ -31,12 +31,12 @@ from nmt.config.loader import load_config
 from nmt.data.vocab import Vocab
 from nmt.model.ensemble import Ensemble
 from nmt.io import read_lines
-from nmt.model.seq2seq import build_model
+from nmt.model import build_model
 from nmt.data.prepare import load_prepared
 from nmt.runtime import set_threads
 from nmt.decoding.translate import decode_ids
 from bench_decode import SteeredLength  # bench/bench_decode.py
-from machine import cpu_model  # bench/machine.py
+from nmt.runtime import cpu_model
 
 
 def main(args: argparse.Namespace) -> None:

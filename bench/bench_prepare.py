@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from machine import cpu_model  # bench/machine.py
+from nmt.runtime import cpu_model
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]

@@ -24,7 +24,7 @@ from nmt.training.optim import build_optimizer
 from nmt.data.prepare import load_prepared
 from nmt.runtime import keep_freed_memory, seed_everything, set_threads, use_bf16
 from nmt.training.loss import summed_loss
-from machine import cpu_model  # bench/machine.py
+from nmt.runtime import cpu_model
 
 
 def matmul_gflops(dtype: torch.dtype, size: int = 1024, repeats: int = 20) -> float:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import platform
 import random
 import sys
+from pathlib import Path
 
 import torch
 
@@ -79,3 +81,14 @@ def use_bf16(setting: bool | str, device: torch.device) -> bool:
         log.warning("training.bf16 = true, but this %s has no native bfloat16 arithmetic: training "
                     "will be slower than in float32; use auto or false", device.type.upper())
     return bool(setting)
+
+
+def cpu_model() -> str:
+    """The CPU's model name, recorded with every run and benchmark figure."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"

@@ -21,7 +21,7 @@ import sys
 
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
-from nmt.model.ensemble import split_checkpoint_arguments
+from nmt.checkpoints.choose import split_checkpoint_arguments
 from nmt.evaluation.evaluate import evaluate, format_results, results_path
 from nmt.training.run_dir import record_command
 from nmt.runtime import set_threads

@@ -32,14 +32,13 @@ from tqdm import tqdm
 
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
-from nmt.model.ensemble import split_checkpoint_arguments
 from nmt.errors import NMTError
-from nmt.io import atomic_write
-from nmt.io import count_lines, iter_lines
+from nmt.io import atomic_write, count_lines, iter_lines
 from nmt.model import has_alignment
 from nmt.runtime import set_threads
 from nmt.decoding.streaming import interactive, translate_stream
-from nmt.decoding.translate import Translator, configured_checkpoints
+from nmt.checkpoints.choose import configured_checkpoints, split_checkpoint_arguments
+from nmt.decoding.translator import Translator
 
 
 def main(args: argparse.Namespace) -> None:

@@ -26,7 +26,7 @@ from nmt.data.corpus import read_corpus
 from nmt.errors import NMTError
 from nmt.io import iter_lines
 from nmt.decoding.streaming import translate_stream
-from nmt.decoding.translate import Translator
+from nmt.decoding.translator import Translator
 
 REPO = Path(__file__).resolve().parents[1]
 SEPARATORS = ["\r", "\r\n", "\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028",

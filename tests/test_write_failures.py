@@ -23,7 +23,7 @@ from nmt.errors import NMTError
 from nmt.io import atomic_write, atomic_write_json, atomic_write_text
 from nmt.io import iter_lines
 from nmt.decoding.streaming import translate_stream
-from nmt.decoding.translate import Translator
+from nmt.decoding.translator import Translator
 
 REPO = Path(__file__).resolve().parents[1]
 

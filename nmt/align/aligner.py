@@ -22,12 +22,13 @@ from nmt.align.extract import extract_links
 from nmt.align.forced import forced_attention
 from nmt.align.links import AlignPair, Link
 from nmt.align.units import coverage, merge_rows, project_source
+from nmt.checkpoints.file import load_checkpoint, model_from_checkpoint
 from nmt.config.schema import Config
 from nmt.data.subword import Subwords, SubwordSegmenter, models_for
 from nmt.data.tokenize import make_tokenizers
 from nmt.data.vocab import Vocab
 from nmt.runtime import pick_device
-from nmt.decoding.translate import MAX_SOURCE_TOKENS
+from nmt.model import MAX_SOURCE_TOKENS
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +80,6 @@ class AttentionAligner:
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str = "auto",
                         batch_size: int = 64) -> AttentionAligner:
-        from nmt.checkpoints.file import load_checkpoint, model_from_checkpoint
-
         checkpoint = load_checkpoint(path)
         model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, source=str(path))
         device = pick_device(device)

@@ -22,6 +22,8 @@ import torch
 from torch import Tensor
 
 from nmt.align.links import Link, format_links, parse_links
+from nmt.align.statistical import eflomal_links
+from nmt.align.symmetrize import grow_diag_final_and
 from nmt.data.batching import Batch, Example
 from nmt.io import atomic_write_lines, read_lines
 
@@ -30,9 +32,6 @@ log = logging.getLogger(__name__)
 
 def eflomal_training_links(examples: list[Example]) -> list[set[Link]]:
     """Symmetrized eflomal links (source position, target position) of every example."""
-    from nmt.align.statistical import eflomal_links
-    from nmt.align.symmetrize import grow_diag_final_and
-
     forward, backward = eflomal_links([[str(i) for i in ex.src] for ex in examples],
                                       [[str(i) for i in ex.tgt] for ex in examples])
     return [grow_diag_final_and(f, b) for f, b in zip(forward, backward)]

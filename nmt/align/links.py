@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nmt.data.tokenize import ChineseSegmenter, EnglishTokenizer
 from nmt.errors import NMTError
 from nmt.io import decode_lines
 
@@ -76,8 +77,6 @@ def read_pairs(path: str | Path) -> list[AlignPair]:
 
 def parse_pairs(lines: list[str], name: str = "<input>") -> list[AlignPair]:
     """The pairs of `lines`; an error names `name` and the line number."""
-    from nmt.data.tokenize import ChineseSegmenter, EnglishTokenizer
-
     chars, moses = ChineseSegmenter("char"), EnglishTokenizer()
     columns = next((len(line.split("\t")) for line in lines if line.strip()), 2)
     if columns not in (2, 3, 5):

@@ -11,11 +11,16 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from nmt.align.aligner import AttentionAligner
 from nmt.align.extract import METHODS
 from nmt.align.symmetrize import SYMMETRIZATIONS
 from nmt.align.links import AlignPair, Link, format_links
 from nmt.align.metrics import AlignmentScores, score_alignments
+from nmt.align.statistical import align_with_eflomal
+from nmt.checkpoints.choose import find_checkpoint
 from nmt.config.schema import Config
+from nmt.data.prepare import load_prepared
+from nmt.data.tokenize import make_tokenizers
 from nmt.errors import NMTError
 from nmt.io import atomic_write_json, atomic_write_lines, atomic_write_text, read_lines
 
@@ -69,10 +74,6 @@ def align(config: Config, pairs: list[AlignPair], options: AlignOptions) -> Alig
     """Links for every pair, by the model of `config`'s run or by eflomal on its training split."""
     options.check()
     if options.aligner == "eflomal":
-        from nmt.align.statistical import align_with_eflomal
-        from nmt.data.tokenize import make_tokenizers
-        from nmt.data.prepare import load_prepared
-
         prepared = load_prepared(config)
         train_src, train_tgt = ([line.split() for line in read_lines(prepared.tokens("train", lang))]
                                 for lang in ("zh", "en"))
@@ -82,9 +83,6 @@ def align(config: Config, pairs: list[AlignPair], options: AlignOptions) -> Alig
         return AlignResult(links, None, {"aligner": "eflomal", "units": options.units,
                                          "method": options.method,
                                          "training_pairs": str(prepared.tokens("train", "zh"))})
-    from nmt.align.aligner import AttentionAligner
-    from nmt.decoding.translate import find_checkpoint
-
     path = Path(options.checkpoint) if options.checkpoint else find_checkpoint(
         config, config.eval.checkpoint)
     aligner = AttentionAligner.from_checkpoint(path, device=config.training.device,

@@ -23,7 +23,8 @@ from typing import Any
 
 import torch
 
-from nmt.checkpoints.file import inference_weights, load_checkpoint, save_checkpoint, step_checkpoints
+from nmt.checkpoints.file import (inference_weights, load_checkpoint, make_checkpoint, save_checkpoint,
+                                  step_checkpoints)
 from nmt.errors import NMTError
 
 
@@ -99,15 +100,12 @@ def average_checkpoints(paths: list[str | Path]) -> dict[str, Any]:
             raise NMTError(f"{name}: its model section differs from the others'")
     model = average_weights([inference_weights(c) for c in checkpoints], names)
     steps = [(c.get("progress") or {}).get("step") for c in checkpoints]
-    return {
-        "config": newest["config"], "src_vocab": newest["src_vocab"], "tgt_vocab": newest["tgt_vocab"],
-        "model": model, "optimizer": None, "scheduler": None,
-        "progress": dict(newest.get("progress") or {}), "rng": [],
-        "averaged_model": None, "averaged_updates": 0,
-        "subword": newest.get("subword"),  # the sentencepiece models travel with the weights
-        "averaged_from": [{"checkpoint": name, "step": step, "dev_score": c.get("dev_score")}
-                          for name, step, c in zip(names, steps, checkpoints)],
-    }
+    return make_checkpoint(
+        newest["config"], newest["src_vocab"], newest["tgt_vocab"], model,
+        progress=dict(newest.get("progress") or {}),
+        subword=newest.get("subword"),  # the sentencepiece models travel with the weights
+        averaged_from=[{"checkpoint": name, "step": step, "dev_score": c.get("dev_score")}
+                       for name, step, c in zip(names, steps, checkpoints)])
 
 
 def average_label(how: str, count: int) -> str:

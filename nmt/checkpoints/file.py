@@ -2,21 +2,23 @@
 
 A checkpoint holds only tensors, numbers, strings, lists and dicts, so it loads with
 `torch.load(weights_only=True)`: opening a checkpoint file can never run code. The vocabularies
-and the resolved config travel inside it, so translating needs no prepared data.
+and the resolved config travel inside it, so translating needs no prepared data. Its contents are
+spelled once, in `make_checkpoint`:
 
     {"format": 1, "config": {...}, "src_vocab": [tokens], "tgt_vocab": [tokens],
      "model": state_dict, "optimizer": state_dict | None, "scheduler": state_dict | None,
-     "progress": {"step", "epoch", "batch_in_epoch", ...}, "rng": {...},
+     "progress": {"step", "epoch", "batch_in_epoch", ...}, "rng": [per rank {...}],
      "averaged_model": state_dict | None, "averaged_updates": int,
-     "subword": {"zh": bytes, "en": bytes} | None}  # sentencepiece models, with data.subword
+     "subword": {"zh": bytes, "en": bytes} | None,  # sentencepiece models, with data.subword
+     ...}  # extras: "dev_score" (step checkpoints), "averaged_from" (averages)
 
 With `training.ema_decay`, "model" holds the weights training goes on from and "averaged_model"
 their moving average, the weights validation scored and translation uses.
 
 With `training.keep_checkpoints: N`, every save of last.pt also writes checkpoints/step_NNNNNN.pt:
-the same without optimizer, scheduler and generators (it translates and is averaged, it does not
-resume), plus "dev_score", the score of the validation at that step (None when none ran there),
-so that nmt/checkpoints/averaging.py can pick the last or the best N. Only the newest N are kept.
+the same without what only resuming needs (optimizer, scheduler, generators: `weights_only`),
+plus "dev_score", the score of the validation at that step (None when none ran there), so that
+nmt/checkpoints/averaging.py can pick the last or the best N. Only the newest N are kept.
 """
 
 from __future__ import annotations
@@ -39,6 +41,27 @@ from nmt.model import build_model
 
 FORMAT = 1
 STEP_PATTERN = "step_*.pt"
+# What only resuming training needs; a weights-only checkpoint (step, averaged) has these empty.
+RESUME_ONLY = {"optimizer": None, "scheduler": None, "rng": []}
+
+
+def make_checkpoint(config: dict, src_vocab: list[str], tgt_vocab: list[str], model: dict,
+                    progress: dict, subword: dict | None = None, optimizer: dict | None = None,
+                    scheduler: dict | None = None, rng: list | None = None,
+                    averaged_model: dict | None = None, averaged_updates: int = 0,
+                    **extra: Any) -> dict[str, Any]:
+    """The one spelling of a checkpoint's contents (see the module docstring); `extra` adds
+    keys such as "dev_score" or "averaged_from". Without optimizer, scheduler and rng it is a
+    weights-only checkpoint: it translates and is averaged, it does not resume."""
+    return {"config": config, "src_vocab": src_vocab, "tgt_vocab": tgt_vocab, "model": model,
+            "optimizer": optimizer, "scheduler": scheduler, "progress": progress,
+            "rng": [] if rng is None else rng, "averaged_model": averaged_model,
+            "averaged_updates": averaged_updates, "subword": subword, **extra}
+
+
+def weights_only(checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """`checkpoint` without what only resuming needs."""
+    return {**checkpoint, **RESUME_ONLY}
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
@@ -73,11 +96,8 @@ def keep_step_checkpoint(folder: Path, state: dict[str, Any], keep: int,
 
     Each file is written atomically and deleted only after the newer one is complete, so a kill
     at any moment leaves whole files."""
-    weights = {key: value for key, value in state.items()
-               if key not in ("optimizer", "scheduler", "rng")}
     path = Path(folder) / step_checkpoint_name(state["progress"]["step"])
-    save_checkpoint(path, {**weights, "optimizer": None, "scheduler": None, "rng": [],
-                           "dev_score": dev_score})
+    save_checkpoint(path, {**weights_only(state), "dev_score": dev_score})
     for _, old in step_checkpoints(folder)[:-keep]:
         old.unlink(missing_ok=True)
     return path

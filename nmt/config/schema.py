@@ -221,3 +221,10 @@ class Config:
 
 def _hash(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def differing_data_keys(ours: DataConfig, theirs: DataConfig) -> list[str]:
+    """The data keys, apart from DATA_LOCATION_KEYS, whose values differ: a model trained on
+    `theirs` read other sentences than `ours` describes."""
+    mine, other = dataclasses.asdict(ours), dataclasses.asdict(theirs)
+    return sorted(k for k in mine if k not in DATA_LOCATION_KEYS and mine[k] != other.get(k))

@@ -25,6 +25,8 @@ Beam search (batched over sentences × beams, K = beam size):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 from torch import Tensor
@@ -34,9 +36,6 @@ from nmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from nmt.errors import NMTError
 from nmt.decoding.finished import FinishedPool
 from nmt.decoding.hypothesis import Hypothesis, length_penalty
-
-__all__ = ["Hypothesis", "beam_search", "greedy_search", "length_penalty", "replace_unknowns", "search"]
-
 
 def max_output_lengths(src_lengths: Tensor, ratio: float) -> Tensor:
     """ceil(ratio * source length) + 10 decoding steps per sentence, </s> included."""
@@ -130,81 +129,138 @@ def beam_search(model, src: Tensor, src_lengths: Tensor, beam_size: int, n_best:
     """Beam search over all sentences and beams at once; see the module docstring for the rules."""
     if not 1 <= n_best <= beam_size:
         raise NMTError(f"search.n_best ({n_best}) must be between 1 and search.beam_size ({beam_size})")
-    batch, k, device = src.size(0), beam_size, src.device
-    memory = model.encode(src, src_lengths)
-    state = model.init_state(memory)
-    max_lengths = max_output_lengths(src_lengths, max_length_ratio).to(device)  # (B,)
-    best_penalty = length_penalty(max_lengths.float(), alpha)  # (B,) largest lp a hypothesis gets
-    pool = FinishedPool(batch, n_best, alpha, device)
-
-    active = torch.arange(batch, device=device)  # (A,) sentences still searching
-    # The first step expands the one <s> hypothesis per sentence (width 1); the K best of its
-    # continuations fill the beam, and from then on each sentence has K rows (width K).
-    width = 1
-    alive_scores = torch.zeros(batch, width, device=device)  # (A, W) log-probs
-    prev = torch.full((batch,), BOS_ID, dtype=torch.long, device=device)  # (A*W,)
-    history = prev.new_empty(batch, 0)  # (A*W, t) tokens so far
-    attention = None  # (A*W, t, S) weights so far, when kept
-
-    for t in range(int(max_lengths.max())):
-        log_probs, state, weights = model.decode_step(prev, state, memory)  # (A*W, V), (A*W, S)
-        n_active, vocab = active.numel(), log_probs.size(1)
-        if vocab < 2 * k:
-            raise NMTError(f"search.beam_size {k} needs at least {2 * k} target tokens; "
-                           f"the vocabulary has {vocab}")
-        if keep_attention and weights is not None:
-            step_weights = weights.unsqueeze(1)  # (A*W, 1, S)
-            attention = step_weights if attention is None else torch.cat([attention, step_weights], 1)
-        # The 2K best of all W*V continuations are among each beam's own 2K best tokens, so
-        # the score is added to those only, not to the whole (A*W, V) table.
-        row_best, row_tokens = _forbid_specials(log_probs, t).topk(2 * k, dim=1)  # (A*W, 2K)
-        candidates = (alive_scores.view(-1, 1) + row_best).view(n_active, width * 2 * k)
-        top_scores, top_index = candidates.topk(2 * k, dim=1)  # (A, 2K) best first
-        token = row_tokens.view(n_active, width * 2 * k).gather(1, top_index)  # (A, 2K)
-        # Rows of the (A*W, ...) tensors that each candidate extends.
-        rows = top_index // (2 * k) + (torch.arange(n_active, device=device) * width).unsqueeze(1)
-        is_eos = token == EOS_ID  # (A, 2K): at most W of them, one per beam
-
-        # Candidates ending in </s> among the best K are finished: history + </s>.
-        ended = is_eos[:, :k] & (top_scores[:, :k] > float("-inf"))  # (A, K)
-        if ended.any():
-            pool.add(active, ended, rows[:, :k], top_scores[:, :k], history, attention, t + 1)
-
-        # The best K candidates that go on form the next beam (a stable sort keeps score order).
-        keep = is_eos.to(torch.uint8).argsort(dim=1, stable=True)[:, :k]  # (A, K)
-        alive_scores = top_scores.gather(1, keep)  # (A, K)
-        alive_rows = rows.gather(1, keep).view(-1)  # (A*K,)
-        prev = token.gather(1, keep).view(-1)  # (A*K,)
-        history = torch.cat([history[alive_rows], prev.unsqueeze(1)], dim=1)  # (A*K, t+1)
-        attention = None if attention is None else attention[alive_rows]  # (A*K, t+1, S)
-        state = state.select(alive_rows)
-        if width == 1:  # from now on K rows per sentence
-            width = k
-            memory = memory.select(torch.arange(n_active, device=device).repeat_interleave(k))
-
-        # At the maximum length the open hypotheses end here, without </s>.
-        at_max = t + 1 >= max_lengths  # (A,)
-        if at_max.any():
-            cut = at_max.unsqueeze(1) & (alive_scores > float("-inf"))  # (A, K)
-            own_rows = torch.arange(n_active * k, device=device).view(n_active, k)  # (A, K)
-            pool.add(active, cut, own_rows, alive_scores, history, attention, t + 1)
-
-        # An open hypothesis's best possible final score: its log-prob over the largest penalty.
-        bound = alive_scores.max(dim=1).values / best_penalty  # (A,)
-        done = at_max | ((pool.count >= n_best) & (is_eos[:, 0] | (pool.nth_best >= bound)))
+    beams = Beams.start(model, src, src_lengths, beam_size, alpha, max_length_ratio)
+    pool = FinishedPool(src.size(0), n_best, alpha, src.device)
+    for t in range(int(beams.max_lengths.max())):
+        log_probs = beams.decode_step(model, keep_attention)
+        best = beams.best_candidates(log_probs, t)
+        beams.finish_ended(best, pool, t)
+        beams.advance(best)
+        beams.finish_at_max_length(pool, t)
+        done = beams.done(best, pool, n_best, t)
         if done.all():
             break
         if done.any():
-            keep_sentences = (~done).nonzero().squeeze(1)  # (A',)
-            keep_rows = (keep_sentences.unsqueeze(1) * k + torch.arange(k, device=device)).view(-1)
-            active, max_lengths = active[keep_sentences], max_lengths[keep_sentences]
-            best_penalty, alive_scores = best_penalty[keep_sentences], alive_scores[keep_sentences]
-            pool.keep(keep_sentences)
-            memory, state = memory.select(keep_rows), state.select(keep_rows)
-            prev, history = prev[keep_rows], history[keep_rows]
-            attention = None if attention is None else attention[keep_rows]
-
+            beams.drop(done, pool)
     return pool.results(src_lengths.tolist())
+
+
+@dataclass
+class Candidates:
+    """The 2K best continuations of each active sentence, best first."""
+
+    scores: Tensor  # (A, 2K) log-probabilities
+    tokens: Tensor  # (A, 2K)
+    rows: Tensor  # (A, 2K) the row of the (A*W, ...) tensors each one extends
+    is_eos: Tensor  # (A, 2K): at most W of them, one per beam
+
+
+@dataclass
+class Beams:
+    """The open hypotheses of the sentences still searching: A sentences of W rows each.
+
+    The first step expands the one <s> hypothesis per sentence (W = 1); the K best of its
+    continuations fill the beam, and from then on each sentence has K rows (W = K)."""
+
+    k: int
+    active: Tensor  # (A,) sentence ids still searching
+    max_lengths: Tensor  # (A,) decoding steps allowed, </s> included
+    best_penalty: Tensor  # (A,) the largest length penalty a hypothesis can get
+    memory: object  # the encoder's output, one row per hypothesis once W = K
+    state: object  # the decoder state, (A*W) rows
+    scores: Tensor  # (A, W) log-probabilities of the open hypotheses
+    prev: Tensor  # (A*W,) their last tokens
+    history: Tensor  # (A*W, t) tokens so far
+    attention: Tensor | None = None  # (A*W, t, S) weights so far, when kept
+    width: int = 1
+
+    @classmethod
+    def start(cls, model, src: Tensor, src_lengths: Tensor, k: int, alpha: float,
+              max_length_ratio: float) -> Beams:
+        batch, device = src.size(0), src.device
+        memory = model.encode(src, src_lengths)
+        max_lengths = max_output_lengths(src_lengths, max_length_ratio).to(device)  # (B,)
+        prev = torch.full((batch,), BOS_ID, dtype=torch.long, device=device)  # (B,)
+        return cls(k, torch.arange(batch, device=device), max_lengths,
+                   length_penalty(max_lengths.float(), alpha), memory, model.init_state(memory),
+                   torch.zeros(batch, 1, device=device), prev, prev.new_empty(batch, 0))
+
+    def decode_step(self, model, keep_attention: bool) -> Tensor:
+        """One decoder step for every open hypothesis → log-probs (A*W, V)."""
+        log_probs, self.state, weights = model.decode_step(self.prev, self.state, self.memory)
+        vocab = log_probs.size(1)
+        if vocab < 2 * self.k:
+            raise NMTError(f"search.beam_size {self.k} needs at least {2 * self.k} target tokens; "
+                           f"the vocabulary has {vocab}")
+        if keep_attention and weights is not None:
+            step_weights = weights.unsqueeze(1)  # (A*W, 1, S)
+            self.attention = (step_weights if self.attention is None
+                              else torch.cat([self.attention, step_weights], 1))
+        return log_probs
+
+    def best_candidates(self, log_probs: Tensor, t: int) -> Candidates:
+        # The 2K best of all W*V continuations are among each beam's own 2K best tokens, so
+        # the score is added to those only, not to the whole (A*W, V) table.
+        n_active, k, width = self.active.numel(), self.k, self.width
+        row_best, row_tokens = _forbid_specials(log_probs, t).topk(2 * k, dim=1)  # (A*W, 2K)
+        candidates = (self.scores.view(-1, 1) + row_best).view(n_active, width * 2 * k)
+        top_scores, top_index = candidates.topk(2 * k, dim=1)  # (A, 2K) best first
+        tokens = row_tokens.view(n_active, width * 2 * k).gather(1, top_index)  # (A, 2K)
+        rows = top_index // (2 * k) + (torch.arange(n_active, device=tokens.device) * width).unsqueeze(1)
+        return Candidates(top_scores, tokens, rows, tokens == EOS_ID)
+
+    def finish_ended(self, best: Candidates, pool: FinishedPool, t: int) -> None:
+        """Candidates ending in </s> among the best K are finished: history + </s>."""
+        k = self.k
+        ended = best.is_eos[:, :k] & (best.scores[:, :k] > float("-inf"))  # (A, K)
+        if ended.any():
+            pool.add(self.active, ended, best.rows[:, :k], best.scores[:, :k], self.history,
+                     self.attention, t + 1)
+
+    def advance(self, best: Candidates) -> None:
+        """The best K candidates that go on form the next beam (a stable sort keeps score order)."""
+        k, n_active = self.k, self.active.numel()
+        keep = best.is_eos.to(torch.uint8).argsort(dim=1, stable=True)[:, :k]  # (A, K)
+        self.scores = best.scores.gather(1, keep)  # (A, K)
+        alive_rows = best.rows.gather(1, keep).view(-1)  # (A*K,)
+        self.prev = best.tokens.gather(1, keep).view(-1)  # (A*K,)
+        self.history = torch.cat([self.history[alive_rows], self.prev.unsqueeze(1)], dim=1)
+        self.attention = None if self.attention is None else self.attention[alive_rows]
+        self.state = self.state.select(alive_rows)
+        if self.width == 1:  # from now on K rows per sentence
+            self.width = k
+            self.memory = self.memory.select(
+                torch.arange(n_active, device=self.prev.device).repeat_interleave(k))
+
+    def finish_at_max_length(self, pool: FinishedPool, t: int) -> None:
+        """At the maximum length the open hypotheses end here, without </s>."""
+        at_max = t + 1 >= self.max_lengths  # (A,)
+        if at_max.any():
+            n_active, k = self.active.numel(), self.k
+            cut = at_max.unsqueeze(1) & (self.scores > float("-inf"))  # (A, K)
+            own_rows = torch.arange(n_active * k, device=self.prev.device).view(n_active, k)
+            pool.add(self.active, cut, own_rows, self.scores, self.history, self.attention, t + 1)
+
+    def done(self, best: Candidates, pool: FinishedPool, n_best: int, t: int) -> Tensor:
+        """(A,) sentences done: at their maximum length, or with n_best finished and either the
+        step's best candidate ending in </s> or no open hypothesis able to beat the n-th best
+        (its best possible final score: its log-prob over the largest penalty)."""
+        at_max = t + 1 >= self.max_lengths  # (A,)
+        bound = self.scores.max(dim=1).values / self.best_penalty  # (A,)
+        return at_max | ((pool.count >= n_best) & (best.is_eos[:, 0] | (pool.nth_best >= bound)))
+
+    def drop(self, done: Tensor, pool: FinishedPool) -> None:
+        """Sentences that are done leave the batch: later steps run on the others only."""
+        keep_sentences = (~done).nonzero().squeeze(1)  # (A',)
+        keep_rows = (keep_sentences.unsqueeze(1) * self.k
+                     + torch.arange(self.k, device=done.device)).view(-1)  # (A'*K,)
+        self.active, self.max_lengths = self.active[keep_sentences], self.max_lengths[keep_sentences]
+        self.best_penalty = self.best_penalty[keep_sentences]
+        self.scores = self.scores[keep_sentences]
+        pool.keep(keep_sentences)
+        self.memory, self.state = self.memory.select(keep_rows), self.state.select(keep_rows)
+        self.prev, self.history = self.prev[keep_rows], self.history[keep_rows]
+        self.attention = None if self.attention is None else self.attention[keep_rows]
 
 
 def replace_unknowns(tokens: list[str], ids: list[int], attention, src_tokens: list[str]

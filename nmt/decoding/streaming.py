@@ -12,7 +12,7 @@ from typing import TextIO
 import numpy as np
 
 from nmt.io import atomic_write, atomic_write_json
-from nmt.decoding.translate import Translation, Translator
+from nmt.decoding.translator import Translation, Translator
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,7 @@ def translate_stream(translator: Translator, lines: Iterable[str], out: TextIO, 
 def write_attention(folder: Path, number: int, line: str, translation: Translation) -> None:
     """NNNN.json (tokens and weights) and NNNN.png (the heatmap) for one translated line; for a
     model with several heads also NNNN.heads.png, a grid of every head of the alignment layer."""
+    # matplotlib costs ~0.6 s to import: only for --attention
     from nmt.plot import attention_figure, figure_to_png_bytes, heads_figure
 
     labels = translation.attention_labels()

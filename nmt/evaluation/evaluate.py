@@ -18,19 +18,19 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 import time
 from pathlib import Path
 
 import sacrebleu
+from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
-from nmt.config.schema import DATA_LOCATION_KEYS, Config
+from nmt.checkpoints.choose import Chosen, averaged_from, choose_checkpoints
+from nmt.config.schema import Config, differing_data_keys
+from nmt.data.prepare import load_prepared
+from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
 from nmt.io import atomic_write_json, atomic_write_lines, read_lines
-from nmt.decoding.translate import Translator, configured_checkpoints
-
-RUN_CHECKPOINTS = ("best.pt", "last.pt")  # the run's own: scored into results.json
 
 log = logging.getLogger(__name__)
 
@@ -39,50 +39,48 @@ def evaluate(config: Config, checkpoint: str | Path | list | None = None, prepar
              label: str | None = None) -> dict:
     """Translate and score `config.eval.split`; returns what results.json holds.
 
-    `checkpoint`: one path, or several for an ensemble; default eval.ensemble, else the average
-    eval.average asks for (written first), else the run's `eval.checkpoint` (best, else last).
-    `prepared` defaults to `load_prepared(config)` (anything with `.text(split, lang)` paths will
-    do). `label` names the results file (see the module docstring).
+    `checkpoint`: one path, or several for an ensemble; default: what nmt/checkpoints/choose.py
+    chooses for the config (eval.ensemble, eval.average, else eval.checkpoint). `prepared`
+    defaults to `load_prepared(config)` (anything with `.text(split, lang)` paths will do).
+    `label` names the results file (see the module docstring).
     """
-    split = config.eval.split
-    paths, label = _checkpoints_and_label(config, checkpoint, label)
-    path = paths[0]
-    translator = Translator.from_checkpoints(paths, search=config.search,
+    chosen = choose_checkpoints(config, checkpoint, label)
+    translator = Translator.from_checkpoints(chosen.paths, search=config.search,
                                              device=config.training.device,
                                              architecture=config.model.architecture)
-    for member in paths:  # an ensemble's members were checked against the first one
+    for member in chosen.paths:  # an ensemble's members were checked against the first one
         _check_same_data(config, translator.config, member)
-    if prepared is None:
-        from nmt.data.prepare import load_prepared
+    sources, references = read_split(prepared or load_prepared(config), config.eval.split)
+    log.info("translating %d %s sentences with beam %d (%s)", len(sources), config.eval.split,
+             config.search.beam_size, chosen.paths[0])
+    bar = tqdm(total=len(sources), unit="sent", desc=f"translate {config.eval.split}",
+               dynamic_ncols=True)
+    start = time.perf_counter()
+    hypotheses = [t.text for t in translator.translate(sources, progress=bar.update)]
+    seconds = time.perf_counter() - start
+    bar.close()
+    # A lowercased model is scored case-blind.
+    results = score(hypotheses, references, lowercase=translator.config.data.lowercase)
+    results.update(run_facts(config, translator, chosen, len(sources), seconds))
+    return write_results(config, chosen.label, hypotheses, results)
 
-        prepared = load_prepared(config)
+
+def read_split(prepared, split: str) -> tuple[list[str], list[str]]:
+    """The raw Chinese sources and English references of a prepared split."""
     sources = read_lines(prepared.text(split, "zh"))
     references = read_lines(prepared.text(split, "en"))
     if len(sources) != len(references) or not sources:
         raise NMTError(f"{prepared.text(split, 'zh')}: {len(sources)} sources but "
                        f"{len(references)} references; prepare the data again")
+    return sources, references
 
-    log.info("translating %d %s sentences with beam %d (%s)", len(sources), split,
-             config.search.beam_size, path)
-    bar = tqdm(total=len(sources), unit="sent", desc=f"translate {split}", dynamic_ncols=True)
-    start = time.perf_counter()
-    translations = translator.translate(sources, progress=bar.update)
-    seconds = time.perf_counter() - start
-    bar.close()
-    hypotheses = [t.text for t in translations]
 
-    lowercase = translator.config.data.lowercase  # a lowercased model is scored case-blind
+def score(hypotheses: list[str], references: list[str], lowercase: bool = False) -> dict:
+    """BLEU and chrF with their sacrebleu signatures, so that anyone can reproduce them."""
     bleu_metric, chrf_metric = sacrebleu.BLEU(lowercase=lowercase), sacrebleu.CHRF(lowercase=lowercase)
     bleu = bleu_metric.corpus_score(hypotheses, [references])
     chrf = chrf_metric.corpus_score(hypotheses, [references])
-    run_dir = config.run_dir
-    stem = "" if label is None else f"{label}."
-    hypotheses_path = run_dir / f"hypotheses.{stem}{split}.en"
-    atomic_write_lines(hypotheses_path, hypotheses)
-    step = int(translator.progress.get("step", 0))
-    results = {
-        "name": config.name,
-        "split": split,
+    return {
         "bleu": bleu.score,
         "chrf": chrf.score,
         "signature": str(bleu_metric.get_signature()),
@@ -90,21 +88,36 @@ def evaluate(config: Config, checkpoint: str | Path | list | None = None, prepar
         "bleu_details": {"precisions": [round(p, 2) for p in bleu.precisions],
                          "brevity_penalty": round(bleu.bp, 4), "hyp_len": bleu.sys_len,
                          "ref_len": bleu.ref_len},
+    }
+
+
+def run_facts(config: Config, translator: Translator, chosen: Chosen, sentences: int,
+              seconds: float) -> dict:
+    """What was scored, how it was decoded, and how fast."""
+    return {
         "beam_size": config.search.beam_size,
         "search": dataclasses.asdict(config.search),
-        "checkpoint": str(path),
-        "label": label,
-        "checkpoints": [str(p) for p in paths],
-        "averaged_from": _averaged_from(paths),
-        "step": step,
-        "sentences": len(sources),
+        "checkpoint": str(chosen.paths[0]),
+        "label": chosen.label,
+        "checkpoints": [str(p) for p in chosen.paths],
+        "averaged_from": averaged_from(chosen.paths),
+        "step": int(translator.progress.get("step", 0)),
+        "sentences": sentences,
         "seconds": round(seconds, 2),
-        "sentences_per_second": round(len(sources) / max(seconds, 1e-9), 2),
+        "sentences_per_second": round(sentences / max(seconds, 1e-9), 2),
         "device": str(translator.device),
-        "hypotheses": str(hypotheses_path),
     }
+
+
+def write_results(config: Config, label: str | None, hypotheses: list[str], scores: dict) -> dict:
+    """hypotheses.[<label>.]<split>.en, results[.<label>].json and the TensorBoard points."""
+    run_dir, split = config.run_dir, config.eval.split
+    stem = "" if label is None else f"{label}."
+    hypotheses_path = run_dir / f"hypotheses.{stem}{split}.en"
+    atomic_write_lines(hypotheses_path, hypotheses)
+    results = {"name": config.name, "split": split, **scores, "hypotheses": str(hypotheses_path)}
     atomic_write_json(results_path(run_dir, label), results)
-    _log_to_tensorboard(run_dir / "tensorboard", step, bleu.score, chrf.score,
+    _log_to_tensorboard(run_dir / "tensorboard", results["step"], results["bleu"], results["chrf"],
                         "eval" if label is None else f"eval_{label}")
     return results
 
@@ -113,46 +126,12 @@ def results_path(run_dir: Path, label: str | None) -> Path:
     return run_dir / ("results.json" if label is None else f"results.{label}.json")
 
 
-def _checkpoints_and_label(config: Config, checkpoint, label: str | None
-                           ) -> tuple[list[Path], str | None]:
-    """Which checkpoints to score, and the label of their results file."""
-    if label is not None and not re.fullmatch(r"[A-Za-z0-9_.-]+", label):
-        raise NMTError(f"label {label!r}: use letters, digits, '_', '-' and '.' only; it names "
-                       f"the results.<label>.json file")
-    if isinstance(checkpoint, (list, tuple)):
-        paths = [Path(p) for p in checkpoint]
-    elif checkpoint:
-        paths = [Path(checkpoint)]
-    else:
-        paths = configured_checkpoints(config)
-        if config.eval.average:
-            from nmt.checkpoints.averaging import average_label, parse_average
-
-            return paths, label or average_label(*parse_average(config.eval.average))
-    if not paths:
-        raise NMTError("no checkpoint given")
-    if label is None and len(paths) > 1:
-        label = "ensemble"
-    elif label is None and paths[0].name not in RUN_CHECKPOINTS:
-        label = paths[0].stem
-    return paths, label
-
-
-def _averaged_from(paths: list[Path]) -> list | None:
-    """What an averaged checkpoint was averaged from (nmt/checkpoints/averaging.py), else None."""
-    if len(paths) != 1 or paths[0].name in RUN_CHECKPOINTS:
-        return None
-    from nmt.checkpoints.file import load_checkpoint
-
-    return load_checkpoint(paths[0]).get("averaged_from")
-
-
 def _check_same_data(config: Config, trained: Config, path: Path) -> None:
     """The references must come from the data the checkpoint was trained with: another split
     seed or size would score the model on its own training sentences."""
-    ours, theirs = dataclasses.asdict(config.data), dataclasses.asdict(trained.data)
-    differ = sorted(k for k in ours if k not in DATA_LOCATION_KEYS and ours[k] != theirs.get(k))
+    differ = differing_data_keys(config.data, trained.data)
     if differ:
+        ours, theirs = dataclasses.asdict(config.data), dataclasses.asdict(trained.data)
         shown = ", ".join(f"data.{k} ({theirs.get(k)!r} in the checkpoint, {ours[k]!r} here)"
                           for k in differ)
         raise NMTError(f"{path} was trained on other data settings: {shown}. Evaluate with the "
@@ -161,8 +140,6 @@ def _check_same_data(config: Config, trained: Config, path: Path) -> None:
 
 def _log_to_tensorboard(log_dir: Path, step: int, bleu: float, chrf: float,
                         prefix: str = "eval") -> None:
-    from torch.utils.tensorboard import SummaryWriter
-
     writer = SummaryWriter(str(log_dir))
     try:
         writer.add_scalar(f"{prefix}/bleu", bleu, step)

@@ -14,6 +14,10 @@ from nmt.config.schema import ModelConfig
 from nmt.model.seq2seq import build_seq2seq
 from nmt.model.transformer import build_transformer
 
+# The longest source a model is given. Training sentences have at most data.max_length (50)
+# tokens; longer input is cut rather than decoded for minutes or run out of memory.
+MAX_SOURCE_TOKENS = 200
+
 
 def build_model(config: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> nn.Module:
     """A freshly initialised model of the family `config.architecture` names."""
@@ -49,4 +53,4 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-__all__ = ["attention_name", "build_model", "count_parameters", "describe", "has_alignment"]
+__all__ = ["MAX_SOURCE_TOKENS", "attention_name", "build_model", "count_parameters", "describe", "has_alignment"]

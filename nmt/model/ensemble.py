@@ -13,20 +13,18 @@ gives that model's log-probabilities exactly. Attention weights are the mean of 
 that have attention, so unknown-word replacement and attention plots still work.
 
 The members need not share an architecture or a size, only the vocabularies: their outputs are
-added id by id. `load_ensemble` checks that and names the checkpoints that differ.
+added id by id. `nmt.checkpoints.choose.load_ensemble` checks that and names the checkpoints
+that differ.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from torch import Tensor, nn
 
-from nmt.config.schema import DATA_LOCATION_KEYS
 from nmt.errors import NMTError
 
 
@@ -71,49 +69,3 @@ class Ensemble(nn.Module):
         log_probs = torch.logsumexp(stacked, dim=0) - math.log(len(all_log_probs))  # (B, V)
         weights = None if not all_weights else torch.stack(all_weights).mean(dim=0)  # (B, S)
         return log_probs, EnsembleParts(states), weights
-
-
-def split_checkpoint_arguments(values: list[str] | None) -> list[str]:
-    """`--checkpoint a.pt --checkpoint b.pt` or `--checkpoint a.pt,b.pt` → [a.pt, b.pt]."""
-    return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
-
-
-def load_ensemble(paths: list[str | Path]):
-    """Load checkpoints as one model → (model, config, src_vocab, tgt_vocab, checkpoints).
-
-    The config (segmentation, detokenization) is the first checkpoint's; one path gives that
-    model itself, not a wrapper."""
-    from nmt.checkpoints.file import load_checkpoint, model_from_checkpoint
-
-    if not paths:
-        raise NMTError("no checkpoint given")
-    models, checkpoints, first = [], [], None
-    for path in paths:
-        checkpoint = load_checkpoint(path)
-        model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, source=str(path))
-        if first is None:
-            first = (path, config, src_vocab, tgt_vocab)
-        else:
-            _check_compatible(first, (path, config, src_vocab, tgt_vocab))
-        models.append(model)
-        checkpoints.append(checkpoint)
-    _, config, src_vocab, tgt_vocab = first
-    model = models[0] if len(models) == 1 else Ensemble(models).eval()
-    return model, config, src_vocab, tgt_vocab, checkpoints
-
-
-def _check_compatible(first, other) -> None:
-    """Members read the same source ids and write the same target ids, from the same text."""
-    first_path, first_config, first_src, first_tgt = first
-    path, config, src, tgt = other
-    for side, ours, theirs in (("source", first_src, src), ("target", first_tgt, tgt)):
-        if ours.itos != theirs.itos:
-            raise NMTError(
-                f"{path} and {first_path} have different {side} vocabularies ({len(theirs.itos)} "
-                f"and {len(ours.itos)} tokens): an ensemble's members must be trained on the same "
-                f"prepared data (the same data.* settings)")
-    ours, theirs = dataclasses.asdict(first_config.data), dataclasses.asdict(config.data)
-    differ = sorted(k for k in ours if k not in DATA_LOCATION_KEYS and ours[k] != theirs.get(k))
-    if differ:
-        raise NMTError(f"{path} and {first_path} were trained on other data settings "
-                       f"({', '.join('data.' + k for k in differ)}): they cannot form an ensemble")

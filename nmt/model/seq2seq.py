@@ -109,16 +109,3 @@ def build_seq2seq(config: ModelConfig, src_vocab_size: int, tgt_vocab_size: int)
             nn.init.normal_(model.tgt_embed.weight, std=config.embed_size ** -0.5)
         model.tgt_embed.weight[PAD_ID].zero_()
     return model
-
-
-def build_model(config: ModelConfig, src_vocab_size: int, tgt_vocab_size: int) -> nn.Module:
-    """Kept for code that imported it from here: `nmt.model.build_model`, either family."""
-    from nmt.model import build_model as build
-
-    return build(config, src_vocab_size, tgt_vocab_size)
-
-
-def count_parameters(model: nn.Module) -> int:
-    from nmt.model import count_parameters as count
-
-    return count(model)

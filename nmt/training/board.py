@@ -25,7 +25,7 @@ class Board:
         with `heads` (per example (H, T, S) or None) also a grid of every head."""
         if not self.writer:
             return
-        from nmt.plot import attention_figure, figure_to_array, heads_figure
+        from nmt.plot import attention_figure, figure_to_array, heads_figure  # matplotlib: ~0.6 s
 
         for i, (src, hyp, ref) in enumerate(zip(sources, hypotheses, references)):
             text = f"**source:** {' '.join(src)}  \n**output:** {hyp}  \n**reference:** {ref}"

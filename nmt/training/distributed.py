@@ -17,6 +17,7 @@ import torch
 import torch.distributed as dist
 
 from nmt.errors import NMTError
+from nmt.runtime import pick_device
 
 
 @dataclass
@@ -95,8 +96,6 @@ class Distributed:
 
 def device_for(name: str, distributed: Distributed) -> torch.device:
     """With several GPUs on a machine, each rank takes the one named by its LOCAL_RANK."""
-    from nmt.runtime import pick_device
-
     device = pick_device(name)
     if device.type == "cuda":
         device = torch.device("cuda", distributed.local_rank)

@@ -19,7 +19,7 @@ from torch import Tensor, nn
 from torch.optim.swa_utils import AveragedModel
 
 
-class WeightAverage:
+class ExponentialMovingAverage:
     def __init__(self, model: nn.Module, decay: float, every: int = 4):
         self.decay, self.every = decay ** every, every
         self.averaged = AveragedModel(model, multi_avg_fn=self._average)

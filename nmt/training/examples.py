@@ -17,10 +17,19 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+import torch
+
+from nmt.align.forced import forced_attention
 from nmt.align.links import AlignPair, Link, read_gold
 from nmt.align.units import coverage
 from nmt.data.normalize import normalize_zh
+from nmt.data.subword import merge_attention
+from nmt.data.vocab import Vocab
+from nmt.decoding.translate import alignment_heads
 from nmt.errors import NMTError
+from nmt.training.board import Board
+from nmt.training.validate import DevResult, DevSet
 
 log = logging.getLogger(__name__)
 
@@ -91,11 +100,20 @@ class DevExamples:
         indices = pick_examples(src_tokens, count, sorted(gold))
         return cls(indices, {i: gold[i] for i in indices if i in gold}, dev_en_tokens)
 
-    def log_gold(self, board, model, dev, step: int, device) -> None:
+    def log(self, board: Board, step: int, model, dev: DevSet, result: DevResult,
+            device: torch.device, tgt_vocab: Vocab) -> None:
+        """The shown examples' translations and heatmaps (every head too), then the gold ones."""
+        board.examples(step, [result.source_tokens[i] for i in self.indices],
+                       [result.hypotheses[i] for i in self.indices],
+                       [dev.references[i] for i in self.indices],
+                       [result.hypothesis_tokens[i] for i in self.indices],
+                       [result.attentions[i] for i in self.indices],
+                       [example_heads(model, dev, result, i, device, tgt_vocab) for i in self.indices])
+        self.log_gold(board, model, dev, step, device)
+
+    def log_gold(self, board: Board, model, dev: DevSet, step: int, device: torch.device) -> None:
         """The reference's forced-decoding attention with the gold links, per example that has
         them; a recurrent model's posterior alignment (align.py --weights posterior) beside it."""
-        from nmt.align.forced import forced_attention
-
         shown = [(n, i) for n, i in enumerate(self.indices) if i in self.gold]
         if not shown or board.writer is None:
             return
@@ -110,3 +128,18 @@ class DevExamples:
                 pair, src, tgt = self.gold[i], dev.src_tokens[i], self.tgt_tokens[i]
                 board.gold_alignment(step, n, matrix, src, tgt, token_links(pair, pair.sure, src, tgt),
                                      token_links(pair, pair.possible, src, tgt), kind)
+
+
+def example_heads(model, dev: DevSet, result: DevResult, i: int, device: torch.device,
+                  tgt_vocab: Vocab) -> np.ndarray | None:
+    """Every head of the alignment layer for dev example i, for the TensorBoard grid: rows and
+    columns as in its (word-level) attention."""
+    rows = 0 if result.attentions[i] is None else len(result.attentions[i])
+    if not rows:
+        return None
+    ids = result.hypothesis_ids[i]
+    heads = alignment_heads(model, dev.examples[i].src, ids, len(ids) + 1, device)  # (H, T+1, S)
+    if heads is not None and dev.subword:  # pieces → whole words, as the attention shown
+        pieces = tgt_vocab.decode(ids)
+        heads = np.stack([merge_attention(head, pieces, dev.src_tokens[i]) for head in heads])
+    return None if heads is None else heads[:, :rows]  # no </s> row when the output had none

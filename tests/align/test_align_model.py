@@ -20,7 +20,7 @@ from nmt.align.forced import forced_attention
 from nmt.align.links import parse_pairs
 from nmt.data.vocab import BOS_ID
 from nmt.errors import NMTError
-from nmt.model.seq2seq import build_model
+from nmt.model import build_model
 from nmt.decoding.translate import translate_token_ids
 
 REPO = Path(__file__).resolve().parents[2]

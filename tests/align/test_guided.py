@@ -17,7 +17,7 @@ from nmt.data.batching import Example, collate
 from nmt.errors import NMTError
 from nmt.io import read_lines
 from nmt.training.loss import summed_loss
-from nmt.model.seq2seq import build_model
+from nmt.model import build_model
 from nmt.training.loop import train
 
 REPO = Path(__file__).resolve().parents[2]

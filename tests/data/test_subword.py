@@ -12,6 +12,7 @@ from random_checkpoint import single_thread
 
 import nmt.data.prepare
 import nmt.training.loop
+import nmt.training.trainer
 from nmt.checkpoints.file import load_checkpoint
 from nmt.config.loader import load_config
 from nmt.data.subword import (
@@ -150,7 +151,7 @@ def test_smoke_bpe_prepares_trains_evaluates_and_translates_in_whole_words(smoke
     CPU per family): 20 steps, then evaluate and translate. The Transformer's several heads are
     merged into whole words too."""
     from nmt.evaluation.evaluate import evaluate
-    from nmt.decoding.translate import Translator
+    from nmt.decoding.translator import Translator
 
     config = with_data(smoke_config, subword="bpe")
     config = dataclasses.replace(config, model=dataclasses.replace(config.model,
@@ -158,8 +159,8 @@ def test_smoke_bpe_prepares_trains_evaluates_and_translates_in_whole_words(smoke
     config = dataclasses.replace(config, training=dataclasses.replace(  # half the smoke steps
         config.training, max_steps=20, checkpoint_every=20))
     shown = []
-    original = nmt.training.loop.Board.examples
-    monkeypatch.setattr(nmt.training.loop.Board, "examples",
+    original = nmt.training.trainer.Board.examples
+    monkeypatch.setattr(nmt.training.trainer.Board, "examples",
                         lambda self, *args: shown.append(args) or original(self, *args))
     with single_thread():
         prepared = prepare(config)
@@ -217,7 +218,7 @@ def test_smoke_bpe_prepares_trains_evaluates_and_translates_in_whole_words(smoke
 def test_translate_without_checkpoint_models_reads_the_prepared_folder(bpe_config, tmp_path):
     from random_checkpoint import write_random_checkpoint
 
-    from nmt.decoding.translate import Translator
+    from nmt.decoding.translator import Translator
 
     path = write_random_checkpoint(tmp_path / "random.pt", bpe_config, ["▁汤姆", "▁猫"],
                                    ["▁Tom", "▁like", "s", "▁cat", "▁."])

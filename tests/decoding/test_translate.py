@@ -14,13 +14,10 @@ from random_checkpoint import single_thread, write_random_checkpoint
 
 from nmt.config.schema import Config
 from nmt.errors import NMTError
-from nmt.decoding.translate import (
-    MAX_SOURCE_TOKENS,
-    Translator,
-    configured_checkpoints,
-    find_checkpoint,
-    translate_token_ids,
-)
+from nmt.checkpoints.choose import configured_checkpoints, find_checkpoint
+from nmt.decoding.translate import translate_token_ids
+from nmt.decoding.translator import Translator
+from nmt.model import MAX_SOURCE_TOKENS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -53,7 +50,7 @@ def checkpoint(tmp_path: Path, smoke: Config) -> Path:
 
 def test_every_line_gets_exactly_one_output(checkpoint, caplog):
     translator = Translator.from_checkpoint(checkpoint, device="cpu")
-    with caplog.at_level(logging.WARNING, logger="nmt.decoding.translate"):
+    with caplog.at_level(logging.WARNING, logger="nmt.decoding.translator"):
         out = translator.translate(AWKWARD)
     assert len(out) == len(AWKWARD)
     for line, translation in zip(AWKWARD, out):

@@ -23,7 +23,7 @@ from nmt.evaluation.evaluate import evaluate
 from nmt.decoding.search import beam_search, greedy_search, replace_unknowns
 from nmt.decoding.streaming import translate_stream
 from nmt.training.loop import train
-from nmt.decoding.translate import Translator
+from nmt.decoding.translator import Translator
 from random_checkpoint import GrowingEos, single_thread, write_random_checkpoint
 
 TINY = dict(architecture="transformer", encoder_layers=2, decoder_layers=2, d_model=16, heads=2,

@@ -212,10 +212,10 @@ def test_a_rank_that_fails_ends_the_job_with_its_error(setup, tmp_path, error):
     script = tmp_path / "failing_train.py"
     script.write_text(textwrap.dedent(f"""
         import os, runpy
-        import nmt.training.loop
+        import nmt.training.trainer
         from nmt.errors import NMTError
 
-        loss, calls = nmt.training.loop.summed_loss, []
+        loss, calls = nmt.training.trainer.summed_loss, []
 
         def failing(model, batch, label_smoothing=0.0):
             calls.append(1)
@@ -223,7 +223,7 @@ def test_a_rank_that_fails_ends_the_job_with_its_error(setup, tmp_path, error):
                 raise {error}("rank 1 failed on purpose at step 3")
             return loss(model, batch, label_smoothing)
 
-        nmt.training.loop.summed_loss = failing
+        nmt.training.trainer.summed_loss = failing
         runpy.run_path({str(REPO / "scripts" / "train.py")!r}, run_name="__main__")
     """))
     status, output = torchrun(script, str(SMOKE), *setup.data, f"runs_dir={tmp_path / 'runs'}",

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from nmt.training.ema import WeightAverage
+from nmt.training.ema import ExponentialMovingAverage
 from nmt.checkpoints.file import inference_weights
 
 
@@ -15,7 +15,7 @@ def _model(value: float) -> torch.nn.Linear:
 
 def test_the_average_follows_the_warmed_up_decay():
     model = _model(0.0)
-    average = WeightAverage(model, decay=0.9, every=1)
+    average = ExponentialMovingAverage(model, decay=0.9, every=1)
     expected = None
     for step, value in enumerate([1.0, 5.0, -2.0, 3.0, 3.0, 8.0], start=1):
         model.weight.data.fill_(value)
@@ -33,7 +33,7 @@ def test_the_average_follows_the_warmed_up_decay():
 
 def test_it_averages_every_few_steps_with_the_decay_raised_to_that_power():
     model = _model(1.0)
-    average = WeightAverage(model, decay=0.5, every=4)
+    average = ExponentialMovingAverage(model, decay=0.5, every=4)
     for step in range(1, 8):
         model.weight.data.fill_(float(step))
         average.update(model, step)
@@ -46,11 +46,11 @@ def test_it_averages_every_few_steps_with_the_decay_raised_to_that_power():
 
 def test_a_saved_average_continues_where_it_stopped():
     model = _model(2.0)
-    first = WeightAverage(model, decay=0.9, every=1)
+    first = ExponentialMovingAverage(model, decay=0.9, every=1)
     for step in range(1, 4):
         model.weight.data.add_(1.0)
         first.update(model, step)
-    second = WeightAverage(_model(0.0), decay=0.9, every=1)
+    second = ExponentialMovingAverage(_model(0.0), decay=0.9, every=1)
     second.load(first.weights(), first.updates)
     model.weight.data.add_(1.0)
     first.update(model, 4)

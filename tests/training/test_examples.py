@@ -14,7 +14,7 @@ from nmt.data.batching import load_examples
 from nmt.data.vocab import Vocab
 from nmt.training.examples import DevExamples, match_gold, pick_examples, token_links
 from nmt.io import read_lines
-from nmt.model.seq2seq import build_model
+from nmt.model import build_model
 from nmt.plot import attention_figure, figure_to_array
 from nmt.data.prepare import prepare
 from nmt.training.validate import DevSet

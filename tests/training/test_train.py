@@ -15,6 +15,7 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import nmt.training.loop
+import nmt.training.trainer
 from nmt.checkpoints.file import load_checkpoint
 from nmt.errors import NMTError
 from nmt.training.loop import train
@@ -38,8 +39,8 @@ def assert_same_parameters(a: dict, b: dict) -> None:
 
 def test_smoke_training_writes_checkpoints_curves_and_pictures(smoke_config, monkeypatch):
     saved_steps = []
-    original = nmt.training.loop.save_checkpoint
-    monkeypatch.setattr(nmt.training.loop, "save_checkpoint",
+    original = nmt.training.trainer.save_checkpoint
+    monkeypatch.setattr(nmt.training.trainer, "save_checkpoint",
                         lambda path, state: saved_steps.append((path.name, state["progress"]["step"]))
                         or original(path, state))
     run_dir = train(smoke_config)
@@ -95,7 +96,7 @@ def test_resume_ends_where_an_uninterrupted_run_ends(smoke_config, tmp_path, ema
 
 def test_bf16_autocast_trains_on_the_cpu_and_keeps_float32_weights(smoke_config, tmp_path,
                                                                     monkeypatch):
-    original, autocast_dtypes, losses = nmt.training.loop.summed_loss, [], []
+    original, autocast_dtypes, losses = nmt.training.trainer.summed_loss, [], []
 
     def spy(model, batch, label_smoothing=0.0):
         autocast_dtypes.append(torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu")
@@ -104,7 +105,7 @@ def test_bf16_autocast_trains_on_the_cpu_and_keeps_float32_weights(smoke_config,
         losses.append(loss.item() / batch.target_tokens)
         return loss
 
-    monkeypatch.setattr(nmt.training.loop, "summed_loss", spy)
+    monkeypatch.setattr(nmt.training.trainer, "summed_loss", spy)
     config = with_training(smoke_config, max_steps=15, validate_every=100, bf16=True)
     bf16 = final_parameters(train(config))
     assert set(autocast_dtypes) == {torch.bfloat16}
@@ -168,14 +169,14 @@ def test_sigterm_saves_and_exits_cleanly(smoke_config):
 
 def _poison_step(monkeypatch, bad_steps: set[int]):
     """Make the loss NaN on the given calls (counted from 1)."""
-    original, calls = nmt.training.loop.summed_loss, []
+    original, calls = nmt.training.trainer.summed_loss, []
 
     def poisoned(model, batch, label_smoothing=0.0):
         calls.append(1)
         loss = original(model, batch, label_smoothing)
         return loss * float("nan") if len(calls) in bad_steps else loss
 
-    monkeypatch.setattr(nmt.training.loop, "summed_loss", poisoned)
+    monkeypatch.setattr(nmt.training.trainer, "summed_loss", poisoned)
 
 
 def test_a_nan_loss_is_skipped_and_never_reaches_a_checkpoint(smoke_config, monkeypatch):

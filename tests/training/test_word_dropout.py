@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import nmt.training.loop
+import nmt.training.trainer
 import nmt.training.validate
 from nmt.data.batching import Example, collate
 from nmt.checkpoints.file import load_checkpoint
@@ -51,11 +52,11 @@ def test_training_batches_are_dropped_and_validation_batches_are_not(smoke_confi
             return original(model, batch, *args, **kwargs)
         return loss
 
-    monkeypatch.setattr(nmt.training.loop, "summed_loss", spy("train", nmt.training.loop.summed_loss))
+    monkeypatch.setattr(nmt.training.trainer, "summed_loss", spy("train", nmt.training.trainer.summed_loss))
     monkeypatch.setattr(nmt.training.validate, "summed_loss", spy("validate", nmt.training.validate.summed_loss))
     dev_sources = []
-    original_validate = nmt.training.loop.validate
-    monkeypatch.setattr(nmt.training.loop, "validate", lambda model, dev, *a: dev_sources.append(
+    original_validate = nmt.training.trainer.validate
+    monkeypatch.setattr(nmt.training.trainer, "validate", lambda model, dev, *a: dev_sources.append(
         [ex.src for ex in dev.examples]) or original_validate(model, dev, *a))
     config = replace(smoke_config, training=replace(
         smoke_config.training, max_steps=4, validate_every=4, src_word_dropout=0.25))

@@ -1,0 +1,139 @@
+"""Which checkpoint(s) a config scores and translates with, and loading them as one model.
+
+The one home of that question: `make eval`, `make translate`, `make align` and the Python API
+all ask here. In order:
+
+- checkpoints named by the caller (`--checkpoint a.pt [--checkpoint b.pt]`): several decode as
+  an ensemble;
+- `eval.ensemble`: those checkpoints, as an ensemble;
+- `eval.average: last:N | best:N`: the average of the run's kept step checkpoints, written now
+  (nmt/checkpoints/averaging.py);
+- else the run's own `eval.checkpoint`: runs/<name>/checkpoints/best.pt (or last.pt), falling
+  back to the other one.
+
+The run's own checkpoint writes results.json; anything else gets a label and results of its own
+(`Chosen.label`): "ensemble", average_last5 etc., or the checkpoint file's name.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from torch import nn
+
+from nmt.checkpoints.averaging import average_label, parse_average, write_average
+from nmt.checkpoints.file import load_checkpoint, model_from_checkpoint
+from nmt.config.schema import Config, differing_data_keys
+from nmt.data.vocab import Vocab
+from nmt.errors import NMTError
+from nmt.model.ensemble import Ensemble
+
+log = logging.getLogger(__name__)
+
+RUN_CHECKPOINTS = ("best.pt", "last.pt")  # the run's own: scored into results.json
+
+
+@dataclass
+class Chosen:
+    paths: list[Path]  # one checkpoint, or an ensemble's members
+    label: str | None  # names results.<label>.json; None for the run's own checkpoint
+
+
+def choose_checkpoints(config: Config, checkpoint: str | Path | list | None = None,
+                       label: str | None = None) -> Chosen:
+    """The checkpoints to score or translate with, and the label of their results file."""
+    if label is not None and not re.fullmatch(r"[A-Za-z0-9_.-]+", label):
+        raise NMTError(f"label {label!r}: use letters, digits, '_', '-' and '.' only; it names "
+                       f"the results.<label>.json file")
+    if isinstance(checkpoint, (list, tuple)):
+        paths = [Path(p) for p in checkpoint]
+    elif checkpoint:
+        paths = [Path(checkpoint)]
+    else:
+        paths = configured_checkpoints(config)
+        if config.eval.average:
+            return Chosen(paths, label or average_label(*parse_average(config.eval.average)))
+    if not paths:
+        raise NMTError("no checkpoint given")
+    if label is None and len(paths) > 1:
+        label = "ensemble"
+    elif label is None and paths[0].name not in RUN_CHECKPOINTS:
+        label = paths[0].stem
+    return Chosen(paths, label)
+
+
+def configured_checkpoints(config: Config) -> list[Path]:
+    """The checkpoints used when none is named: eval.ensemble, else the average eval.average
+    asks for (written now from the run's kept checkpoints), else the run's eval.checkpoint."""
+    if config.eval.ensemble:
+        return [Path(p) for p in config.eval.ensemble]
+    if config.eval.average:
+        return [write_average(config.run_dir, *parse_average(config.eval.average))]
+    return [find_checkpoint(config, config.eval.checkpoint)]
+
+
+def find_checkpoint(config: Config, which: str = "best") -> Path:
+    """runs/<name>/checkpoints/<which>.pt, falling back to the other one with a warning."""
+    folder = config.run_dir / "checkpoints"
+    other = "last" if which == "best" else "best"
+    for name in (which, other):
+        path = folder / f"{name}.pt"
+        if path.is_file():
+            if name != which:
+                log.warning("%s not found: using %s", folder / f"{which}.pt", path)
+            return path
+    raise NMTError(f"no checkpoint in {folder}: train this experiment first "
+                   f"(`make train CONFIG=...`) or pass --checkpoint PATH")
+
+
+def split_checkpoint_arguments(values: list[str] | None) -> list[str]:
+    """`--checkpoint a.pt --checkpoint b.pt` or `--checkpoint a.pt,b.pt` → [a.pt, b.pt]."""
+    return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
+
+
+def averaged_from(paths: list[Path]) -> list | None:
+    """What an averaged checkpoint was averaged from (nmt/checkpoints/averaging.py), else None."""
+    if len(paths) != 1 or paths[0].name in RUN_CHECKPOINTS:
+        return None
+    return load_checkpoint(paths[0]).get("averaged_from")
+
+
+def load_ensemble(paths: list[str | Path]) -> tuple[nn.Module, Config, Vocab, Vocab, list[dict]]:
+    """Load checkpoints as one model → (model, config, src_vocab, tgt_vocab, checkpoints).
+
+    The config (segmentation, detokenization) is the first checkpoint's; one path gives that
+    model itself, not a wrapper. Members need the same vocabularies and data settings."""
+    if not paths:
+        raise NMTError("no checkpoint given")
+    models, checkpoints, first = [], [], None
+    for path in paths:
+        checkpoint = load_checkpoint(path)
+        model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, source=str(path))
+        if first is None:
+            first = (path, config, src_vocab, tgt_vocab)
+        else:
+            _check_compatible(first, (path, config, src_vocab, tgt_vocab))
+        models.append(model)
+        checkpoints.append(checkpoint)
+    _, config, src_vocab, tgt_vocab = first
+    model = models[0] if len(models) == 1 else Ensemble(models).eval()
+    return model, config, src_vocab, tgt_vocab, checkpoints
+
+
+def _check_compatible(first, other) -> None:
+    """Members read the same source ids and write the same target ids, from the same text."""
+    first_path, first_config, first_src, first_tgt = first
+    path, config, src, tgt = other
+    for side, ours, theirs in (("source", first_src, src), ("target", first_tgt, tgt)):
+        if ours.itos != theirs.itos:
+            raise NMTError(
+                f"{path} and {first_path} have different {side} vocabularies ({len(theirs.itos)} "
+                f"and {len(ours.itos)} tokens): an ensemble's members must be trained on the same "
+                f"prepared data (the same data.* settings)")
+    differ = differing_data_keys(first_config.data, config.data)
+    if differ:
+        raise NMTError(f"{path} and {first_path} were trained on other data settings "
+                       f"({', '.join('data.' + k for k in differ)}): they cannot form an ensemble")

@@ -1,0 +1,255 @@
+"""The Translator: raw Chinese lines in, detokenized English lines out — the Python API.
+
+    from nmt import Translator
+    translator = Translator.from_run("runs/tatoeba")
+    [result] = translator.translate(["汤姆喜欢猫。"], beam_size=5)
+    result.text, result.src_tokens, result.tokens, result.attention   # (T, S) numpy
+
+A line goes the way training data went: the same normalization and segmentation
+(`make_tokenizers(config.data)` of the checkpoint's config), the source vocabulary, then search,
+optional unknown-word replacement, and Moses detokenization. With `data.subword` the words are
+cut into the checkpoint's sentencepiece pieces, and a Translation holds whole words again (tokens,
+source tokens and word-level attention: nmt/data/subword.py). Every input line gives exactly one
+output; an empty line gives an empty one without running the model; a line longer than
+MAX_SOURCE_TOKENS tokens is cut there, with a warning.
+
+Ways in: `Translator.from_run(run_dir)` (the checkpoint `make eval` scores), `from_config(config)`,
+`from_checkpoint(path)` / `from_checkpoints(paths)` (several: an ensemble), or
+`Translator(model, config, src_vocab, tgt_vocab)` for a model in memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import yaml
+
+from nmt.align.aligner import AttentionAligner
+from nmt.align.links import parse_pairs
+from nmt.checkpoints.choose import choose_checkpoints, load_ensemble
+from nmt.checkpoints.file import load_checkpoint, model_from_checkpoint
+from nmt.config.loader import build_config
+from nmt.config.schema import Config, SearchConfig
+from nmt.data.subword import (
+    SubwordSegmenter,
+    Subwords,
+    merge_attention,
+    merge_pieces,
+    models_for,
+    source_word_of_pieces,
+    to_words,
+)
+from nmt.data.tokenize import make_tokenizers
+from nmt.data.vocab import Vocab
+from nmt.decoding.hypothesis import Hypothesis
+from nmt.decoding.search import replace_unknowns
+from nmt.decoding.translate import alignment_heads, attention_layers, decode_ids
+from nmt.errors import NMTError
+from nmt.model import MAX_SOURCE_TOKENS, has_alignment
+from nmt.runtime import pick_device
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Translation:
+    text: str  # detokenized English; "" for an empty input line
+    tokens: list[str]  # target tokens (whole words), after unknown-word replacement
+    src_tokens: list[str]  # the segmented (and possibly cut) source, whole words
+    # (T, S) float32: one row per output token, plus a last row for </s> when the output ended
+    # with it (see `attention_labels`); None without attention or when it was not kept.
+    attention: np.ndarray | None
+    score: float  # length-normalized log-probability; 0.0 for an empty line
+    n_best: list[tuple[str, float]] = field(default_factory=list)  # (text, score), best first
+    # (heads, T, S): every head of the alignment layer, rows as in `attention` (a Transformer's
+    # heads average to `attention`); only when attention is kept and the model has several heads.
+    heads: np.ndarray | None = None
+    # What the model read and wrote (pieces' ids with data.subword): Translator.cross_attention
+    # teacher-forces them again.
+    source_ids: list[int] = field(default_factory=list, repr=False)
+    target_ids: list[int] = field(default_factory=list, repr=False)
+
+    def attention_labels(self) -> list[str]:
+        """Labels for the rows of `attention`: the tokens, and </s> when it has a row."""
+        extra = 0 if self.attention is None else len(self.attention) - len(self.tokens)
+        return self.tokens + ["</s>"] * extra
+
+
+class Translator:
+    """Raw Chinese lines → Translations, with a trained model and its vocabularies."""
+
+    def __init__(self, model, config: Config, src_vocab: Vocab, tgt_vocab: Vocab,
+                 search: SearchConfig | None = None, device: torch.device | str | None = None,
+                 keep_attention: bool = False, subwords: dict[str, bytes] | None = None):
+        """`config` is the one the model was trained with: it fixes the segmentation.
+        `search` (default config.search) says how to decode; keep_attention fills
+        Translation.attention. `subwords`: the sentencepiece models ({lang: bytes}) of a
+        `data.subword` model; by default those of its prepared data folder."""
+        self.model, self.config = model, config
+        self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
+        self.search = search or config.search
+        self.device = torch.device(device) if device is not None else next(model.parameters()).device
+        self.keep_attention = keep_attention
+        if self.search.replace_unk and not has_alignment(config.model):
+            raise NMTError("search.replace_unk needs attention weights, but this model has "
+                           "model.attention = none; set search.replace_unk=false")
+        self.segmenter, self.detokenizer = make_tokenizers(config.data)
+        self.subword = config.data.subword != "none"
+        if self.subword:
+            models = models_for(config, subwords)
+            self.segmenter = SubwordSegmenter(self.segmenter, Subwords(models["zh"]))
+        self.subwords = subwords
+        self.run_name = config.name  # the run it was trained in; from_run: the folder's name
+        self.progress: dict = {}  # the checkpoint's training progress (step, ...), if any
+        self.checkpoint: Path | None = None
+        self.checkpoints: list[Path] = []  # every checkpoint, with an ensemble
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, search: SearchConfig | None = None,
+                        device: str = "auto", keep_attention: bool = False,
+                        architecture: str | None = None) -> Translator:
+        """Load a checkpoint; a missing, corrupt or incompatible one is an NMTError.
+        `device`: auto (CUDA when there is one), cpu or cuda. `architecture`: the model family
+        the caller's config names; a checkpoint of the other family is an NMTError."""
+        checkpoint = load_checkpoint(path)
+        model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, str(path), architecture)
+        device = pick_device(device)
+        translator = cls(model.to(device), config, src_vocab, tgt_vocab, search, device,
+                         keep_attention, checkpoint.get("subword"))
+        translator.progress = dict(checkpoint.get("progress") or {})
+        translator.checkpoint = Path(path)
+        translator.checkpoints = [Path(path)]
+        return translator
+
+    @classmethod
+    def from_checkpoints(cls, paths: list[str | Path], search: SearchConfig | None = None,
+                         device: str = "auto", keep_attention: bool = False,
+                         architecture: str | None = None) -> Translator:
+        """One checkpoint, or several decoding as an ensemble (nmt/model/ensemble.py); the first
+        one's config fixes the segmentation and its progress is reported."""
+        if len(paths) == 1:
+            return cls.from_checkpoint(paths[0], search, device, keep_attention, architecture)
+        model, config, src_vocab, tgt_vocab, checkpoints = load_ensemble(paths)
+        device = pick_device(device)
+        translator = cls(model.to(device), config, src_vocab, tgt_vocab, search, device,
+                         keep_attention, checkpoints[0].get("subword"))
+        translator.progress = dict(checkpoints[0].get("progress") or {})
+        translator.checkpoint = Path(paths[0])
+        translator.checkpoints = [Path(p) for p in paths]
+        return translator
+
+    @classmethod
+    def from_config(cls, config: Config, checkpoint: str | Path | list | None = None,
+                    device: str | None = None, keep_attention: bool = True) -> Translator:
+        """The checkpoint(s) `make eval` scores for `config` (nmt/checkpoints/choose.py), or
+        those named; decoding as `config.search` says."""
+        paths = choose_checkpoints(config, checkpoint).paths
+        translator = cls.from_checkpoints(paths, config.search, device or config.training.device,
+                                          keep_attention, config.model.architecture)
+        translator.run_name = config.name
+        return translator
+
+    @classmethod
+    def from_run(cls, run_dir: str | Path, device: str = "auto",
+                 keep_attention: bool = True) -> Translator:
+        """A trained run folder (runs/<name>/, with the config.yaml training saved there): its
+        checkpoint as `make eval` chooses it, even when the folder has moved."""
+        run_dir = Path(run_dir)
+        saved = run_dir / "config.yaml"
+        if not saved.is_file():
+            raise NMTError(f"{run_dir}: not a run folder (no config.yaml); train one with "
+                           f"`make train` or name a checkpoint with Translator.from_checkpoint")
+        config = build_config(yaml.safe_load(saved.read_text(encoding="utf-8")) or {}, str(saved))
+        config = dataclasses.replace(config, runs_dir=str(run_dir.parent), name=run_dir.name)
+        return cls.from_config(config, device=device, keep_attention=keep_attention)
+
+    def segment(self, line: str, number: int | None = None) -> list[str]:
+        """Source tokens (pieces with subwords) of a raw line, cut to MAX_SOURCE_TOKENS; [] for a
+        blank line."""
+        tokens = self.segmenter.segment(line) if line.strip() else []
+        if len(tokens) > MAX_SOURCE_TOKENS:
+            where = f"line {number}" if number is not None else "a line"
+            log.warning("%s has %d tokens: translating only the first %d", where, len(tokens),
+                        MAX_SOURCE_TOKENS)
+            tokens = tokens[:MAX_SOURCE_TOKENS]
+        return tokens
+
+    def translate(self, lines: list[str], beam_size: int | None = None, nbest: int | None = None,
+                  first_line_number: int = 1,
+                  progress: Callable[[int], None] | None = None) -> list[Translation]:
+        """One Translation per line, in order. `beam_size` and `nbest` override the search
+        config for this call; `progress(n)` is called after each batch."""
+        search = self.search
+        if beam_size is not None or nbest is not None:
+            search = dataclasses.replace(search, beam_size=beam_size or search.beam_size,
+                                         n_best=nbest or search.n_best)
+        sources = [self.segment(line, first_line_number + i) for i, line in enumerate(lines)]
+        keep = self.keep_attention or search.replace_unk
+        found = decode_ids(self.model, [self.src_vocab.encode(s) for s in sources], search,
+                           self.device, keep_attention=keep, progress=progress)
+        return [self._translation(src, hyps) for src, hyps in zip(sources, found)]
+
+    def cross_attention(self, translation: Translation) -> np.ndarray | None:
+        """Every decoder layer's every head over the source, rows and columns as in
+        `translation.attention`: (layers, heads, T, S); None for a model with one attention
+        (the recurrent one) or a translation without attention."""
+        if translation.attention is None or not hasattr(self.model, "attention_heads"):
+            return None
+        src, tgt = translation.source_ids, translation.target_ids
+        rows = len(translation.attention) if not self.subword else len(tgt) + 1
+        layers = attention_layers(self.model, src, tgt, rows, self.device)  # (L, H, T', S')
+        if self.subword:  # pieces → whole words, as the attention shown
+            pieces, src_pieces = self.tgt_vocab.decode(tgt), self.src_vocab.decode(src)
+            layers = np.stack([[merge_attention(head, pieces, src_pieces) for head in layer]
+                               for layer in layers])
+        return layers[:, :, : len(translation.attention)]
+
+    def align(self, zh_lines: list[str], en_lines: list[str],
+              method: str = "grow-diag-final-and") -> list[list[tuple[int, int]]]:
+        """Word links of each (Chinese, English) pair read from the model's attention (its
+        posterior alignment where the model has one): Pharaoh pairs (Chinese character index,
+        English Moses-token index), as `make align` writes them."""
+        if len(zh_lines) != len(en_lines):
+            raise NMTError(f"align: {len(zh_lines)} Chinese lines but {len(en_lines)} English lines")
+        pairs = parse_pairs([f"{zh}\t{en}" for zh, en in zip(zh_lines, en_lines)], "align")
+        aligner = AttentionAligner(self.model, self.config, self.src_vocab, self.tgt_vocab,
+                                   self.device, subwords=self.subwords)
+        posterior = hasattr(self.model, "posterior_attention")
+        return [sorted(soft.links(method)) for soft in aligner.soft(pairs, posterior=posterior)]
+
+    def _translation(self, src_tokens: list[str], hyps: list[Hypothesis]) -> Translation:
+        if not src_tokens:
+            return Translation("", [], [], None, 0.0, [])
+        outputs = []
+        # An <unk> piece is replaced by the whole source word of the piece it attended most.
+        unk_sources = source_word_of_pieces(src_tokens) if self.subword else src_tokens
+        for hyp in hyps:
+            tokens = self.tgt_vocab.decode(hyp.tokens)
+            if self.search.replace_unk:
+                tokens = replace_unknowns(tokens, hyp.tokens, hyp.attention, unk_sources)
+            words = merge_pieces(tokens) if self.subword else tokens
+            outputs.append((tokens, self.detokenizer.detokenize(words)))
+        best_tokens, best_text = outputs[0]
+        attention = hyps[0].attention if self.keep_attention else None
+        source_ids = self.src_vocab.encode(src_tokens)
+        heads = None if attention is None else alignment_heads(
+            self.model, source_ids, hyps[0].tokens, len(attention), self.device)
+        if self.subword:  # what users see is whole words
+            if heads is not None:
+                heads = np.stack([merge_attention(head, best_tokens, src_tokens) for head in heads])
+            best_tokens, src_tokens, attention = to_words(best_tokens, src_tokens, attention)
+        return Translation(best_text, best_tokens, src_tokens, attention, hyps[0].score,
+                           [(text, hyp.score) for (_, text), hyp in zip(outputs, hyps)], heads,
+                           source_ids, hyps[0].tokens)
+
+    @property
+    def architecture(self) -> str:
+        return self.config.model.architecture
+
+

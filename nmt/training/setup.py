@@ -1,0 +1,90 @@
+"""Setting a run up: the processes, the prepared data on every machine, the run folder, and the
+training and dev data in memory."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from nmt.config.schema import Config, TrainingConfig
+from nmt.data.batching import Example, load_examples
+from nmt.data.prepare import PreparedData, prepare
+from nmt.data.subword import load_models
+from nmt.data.tokenize import EnglishTokenizer, make_tokenizers
+from nmt.data.vocab import Vocab
+from nmt.errors import NMTError
+from nmt.io import read_lines
+from nmt.runtime import keep_freed_memory, pick_device, set_threads
+from nmt.training.distributed import Distributed, device_for
+from nmt.training.examples import DevExamples
+from nmt.training.run_dir import claim_run_dir, record_command
+from nmt.training.validate import DevSet
+
+
+@dataclass
+class TrainingData:
+    """What a run reads: vocabularies, training pairs, the dev set and its shown examples."""
+
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    train_examples: list[Example]
+    dev: DevSet
+    shown: DevExamples  # the dev sentences TensorBoard shows at every validation
+    subword_models: dict[str, bytes] | None  # sentencepiece models: they travel in checkpoints
+    detokenizer: EnglishTokenizer
+
+
+def start_processes(training: TrainingConfig) -> tuple[Distributed, torch.device, int]:
+    """This process's rank (one, or one of torchrun's), its device and its CPU threads."""
+    distributed = Distributed.from_env(pick_device(training.device).type)
+    if not distributed.is_main:  # one console: the other ranks speak up only to warn
+        logging.getLogger().setLevel(logging.WARNING)
+    device = device_for(training.device, distributed)
+    keep_freed_memory()
+    threads = set_threads(training.threads)
+    return distributed, device, threads
+
+
+def prepare_everywhere(config: Config, distributed: Distributed) -> PreparedData:
+    """Rank 0 prepares first, then the first rank of every other machine (whose disk may not be
+    shared: a cache hit where it is), then the rest find the data ready."""
+    prepared = prepare(config) if distributed.is_main else None
+    distributed.barrier()
+    if prepared is None and distributed.local_rank == 0:
+        prepared = prepare(config)
+    distributed.barrier()
+    return prepared or prepare(config)
+
+
+def open_run_dir(config: Config, distributed: Distributed, command: str | None) -> Path:
+    """runs/<name>/, claimed by rank 0 (never silently another experiment's), with the command
+    that started the run appended to its commands.txt."""
+    run_dir = claim_run_dir(config) if distributed.is_main else config.run_dir
+    if command is not None and distributed.is_main:
+        record_command(run_dir, command)
+    distributed.barrier()
+    return run_dir
+
+
+def load_training_data(config: Config, prepared: PreparedData) -> TrainingData:
+    training = config.training
+    src_vocab, tgt_vocab = Vocab.load(prepared.vocab("zh")), Vocab.load(prepared.vocab("en"))
+    train_examples = load_examples(prepared.tokens("train", "zh"), prepared.tokens("train", "en"),
+                                   src_vocab, tgt_vocab, max_length=training.max_length)
+    if not train_examples:
+        raise NMTError(f"{prepared.dir}: no training pairs within training.max_length")
+    dev = DevSet(
+        load_examples(prepared.tokens("dev", "zh"), prepared.tokens("dev", "en"), src_vocab, tgt_vocab),
+        [line.split() for line in read_lines(prepared.tokens("dev", "zh"))],
+        read_lines(prepared.text("dev", "en")),
+        subword=config.data.subword != "none",
+    )
+    shown = DevExamples.choose(dev.src_tokens, read_lines(prepared.text("dev", "zh")),
+                               [line.split() for line in read_lines(prepared.tokens("dev", "en"))],
+                               training.examples, training.examples_gold)
+    _, detokenizer = make_tokenizers(config.data)
+    return TrainingData(src_vocab, tgt_vocab, train_examples, dev, shown,
+                        load_models(prepared.dir, config.data), detokenizer)
