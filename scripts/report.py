@@ -7,6 +7,7 @@ evaluated into results.<label>.json, get rows of their own.
     python scripts/report.py --markdown      # a Markdown table for the README, signatures below
     python scripts/report.py --commands      # and the commands that made each run
     python scripts/report.py --curves        # and each run's dev BLEU against (CPU) minutes
+    python scripts/report.py --docs docs/results.md   # rewrite that page's tables (make docs)
 """
 
 import argparse
@@ -14,10 +15,17 @@ import argparse
 from nmt.cli import run_cli
 from nmt.evaluation.curves import format_curves
 from nmt.evaluation.report import collect_runs, format_commands, format_markdown, format_table
+from nmt.evaluation.results_page import update_results_page
 
 
 def main(args: argparse.Namespace) -> None:
     rows = collect_runs(args.runs)
+    if args.docs:
+        if update_results_page(args.docs, rows):
+            print(f"{args.docs}: tables of {len(rows)} runs written")
+        else:
+            print(f"no runs under {args.runs}/: {args.docs} left as it was")
+        return
     if not rows:
         print(f"no runs under {args.runs}/ yet: `make train`, then `make eval`")
         return
@@ -40,4 +48,6 @@ if __name__ == "__main__":
                         help="also list the commands recorded in each run's commands.txt")
     parser.add_argument("--curves", action="store_true",
                         help="also print each run's dev BLEU at every validation, with its minutes")
+    parser.add_argument("--docs", metavar="PAGE",
+                        help="rewrite the generated tables of PAGE (docs/results.md), one per machine")
     run_cli(main, parser)

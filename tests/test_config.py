@@ -153,3 +153,40 @@ def test_extends_errors_name_the_file(tmp_path):
     (tmp_path / "e.yaml").write_text("model:\n  atention: dot\n")
     with pytest.raises(NMTError, match="did you mean 'model.attention'"):
         load_config(tmp_path / "d.yaml")
+
+
+def test_docs_config_lists_every_schema_key():
+    from nmt.config.docs import schema_keys
+
+    page = (REPO / "docs" / "config.md").read_text(encoding="utf-8")
+    missing = [key for key in schema_keys() if f"`{key}`" not in page]
+    assert not missing, f"docs/config.md lacks {missing}: run `make docs`"
+
+
+def test_docs_config_is_what_the_schema_generates():
+    from nmt.config.docs import config_markdown
+
+    page = (REPO / "docs" / "config.md").read_text(encoding="utf-8")
+    assert page == config_markdown(), "docs/config.md is stale: run `make docs`"
+
+
+def test_every_schema_key_says_what_it_means():
+    from nmt.config.docs import key_comments, schema_keys
+
+    comments = key_comments()
+    sections = {"data": "DataConfig", "model": "ModelConfig", "training": "TrainingConfig",
+                "search": "SearchConfig", "eval": "EvalConfig"}
+    silent = []
+    for key in schema_keys():
+        section, _, name = key.rpartition(".")
+        if not comments.get((sections.get(section, "Config"), name)):
+            silent.append(key)
+    assert not silent, f"keys without a comment in nmt/config/schema.py: {silent}"
+
+
+def test_a_key_without_a_comment_is_found(monkeypatch):
+    import nmt.config.docs as docs
+
+    source = "from dataclasses import dataclass\n\n@dataclass\nclass Config:\n    name: str = 'x'\n"
+    monkeypatch.setattr(docs.inspect, "getsource", lambda module: source)
+    assert docs.key_comments() == {("Config", "name"): ""}

@@ -49,18 +49,20 @@ class DataConfig:
     max_length: int = field(default=50, metadata=positive)  # in tokens, each side
     dev_size: int = field(default=1000, metadata=positive)  # pairs
     test_size: int = field(default=1500, metadata=positive)  # pairs
-    split_seed: int = 1234
-    src_min_freq: int = field(default=2, metadata=positive)
-    tgt_min_freq: int = field(default=2, metadata=positive)
-    src_max_vocab: int = field(default=50000, metadata=positive)
-    tgt_max_vocab: int = field(default=50000, metadata=positive)
+    split_seed: int = 1234  # shuffles the pairs before the train/dev/test split
+    src_min_freq: int = field(default=2, metadata=positive)  # rarer Chinese tokens become <unk>
+    tgt_min_freq: int = field(default=2, metadata=positive)  # rarer English tokens become <unk>
+    src_max_vocab: int = field(default=50000, metadata=positive)  # the most frequent kept
+    tgt_max_vocab: int = field(default=50000, metadata=positive)  # the most frequent kept
     workers: int = field(default=2, metadata=positive)  # processes for segmentation
     # Subword units (sentencepiece, nmt/data/subword.py) inside the words and Moses tokens,
     # trained on the training split: none, bpe or unigram. Vocabulary sizes as sentencepiece
     # counts them, capped with a warning to what the corpus allows; small ones suit small corpora
     # (Sennrich & Zhang, 2019). src/tgt_min_freq and max_vocab then apply to the pieces.
     subword: Literal["none", "bpe", "unigram"] = "none"
+    # pieces in the Chinese vocabulary
     src_subword_vocab: int = field(default=4000, metadata=_check(lambda v: v >= 8, "an integer >= 8"))
+    # pieces in the English vocabulary
     tgt_subword_vocab: int = field(default=4000, metadata=_check(lambda v: v >= 8, "an integer >= 8"))
 
 
@@ -75,11 +77,11 @@ class ModelConfig:
     # rnn: the recurrent seq2seq below; transformer: self- and cross-attention layers (Vaswani
     # et al., 2017), keys from `decoder_layers` on
     architecture: Literal["rnn", "transformer"] = "rnn"
-    rnn: Literal["gru", "lstm"] = "gru"
-    embed_size: int = field(default=256, metadata=positive)
+    rnn: Literal["gru", "lstm"] = "gru"  # the recurrent cell of encoder and decoder
+    embed_size: int = field(default=256, metadata=positive)  # word (or piece) embeddings, both sides
     encoder_hidden: int = field(default=256, metadata=positive)  # per direction
     encoder_layers: int = field(default=1, metadata=positive)  # BiRNN or Transformer layers
-    decoder_hidden: int = field(default=512, metadata=positive)
+    decoder_hidden: int = field(default=512, metadata=positive)  # the decoder's state s_i
     # F(s_{i-1}, h_j): additive (Bahdanau), dot, general (Luong), scaled_dot, or none (fixed context)
     attention: Literal["additive", "dot", "general", "scaled_dot", "none"] = "additive"
     # The query: s_{i-1} before the RNN step reads y_{i-1} (Bahdanau), or the new state s_i
@@ -98,7 +100,7 @@ class ModelConfig:
     attention_dropout: float = field(default=0.1, metadata=probability)  # on attention weights
     activation_dropout: float = field(default=0.1, metadata=probability)  # inside feed-forward
     norm: Literal["pre", "post"] = "pre"  # LayerNorm before each sublayer (stable) or after
-    positions: Literal["sinusoidal", "learned"] = "sinusoidal"
+    positions: Literal["sinusoidal", "learned"] = "sinusoidal"  # position encodings
     max_positions: int = field(default=512, metadata=positive)  # learned positions: table size
     # The decoder layer whose cross-attention (heads averaged) is the alignment that plots,
     # <unk> replacement and the alignment tool read: -1 = the last, 0 = the first
@@ -109,36 +111,43 @@ class ModelConfig:
 class TrainingConfig:
     """The training loop: optimizer, schedule, validation, checkpoints."""
 
-    device: Literal["auto", "cpu", "cuda"] = "auto"
+    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: CUDA when there is one
     # Autocast matmuls to bfloat16: true, false, or auto = where the CUDA device or the CPU (AMX,
     # AVX-512 BF16) computes bf16 natively. Weights, optimizer and loss stay float32.
     bf16: Literal["auto", True, False] = False
     threads: int = field(default=0, metadata=non_negative)  # CPU threads; 0: cores ÷ local ranks
     batch_tokens: int = field(default=2000, metadata=positive)  # target tokens per batch (global)
     max_length: int = field(default=50, metadata=positive)  # drop longer training pairs (tokens)
-    optimizer: Literal["adam", "adamw"] = "adam"
+    optimizer: Literal["adam", "adamw"] = "adam"  # adamw: weight decay decoupled from the gradient
     # Adam's (beta1, beta2); Transformers usually train with [0.9, 0.98] (Vaswani et al., 2017)
     adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.999], metadata=_check(
         lambda v: len(v) == 2 and all(0 <= b < 1 for b in v), "two numbers in [0, 1), e.g. [0.9, 0.98]"))
-    lr: float = field(default=1e-3, metadata=positive)
-    weight_decay: float = field(default=0.0, metadata=non_negative)
+    lr: float = field(default=1e-3, metadata=positive)  # the peak learning rate
+    weight_decay: float = field(default=0.0, metadata=non_negative)  # L2 penalty (decoupled with adamw)
+    # plateau: lr × plateau_factor after plateau_patience validations without a new best;
+    # warmup_decay: linear warm-up, then inverse square root decay (Vaswani et al., 2017)
     schedule: Literal["constant", "plateau", "warmup_decay"] = "plateau"
     warmup_steps: int = field(default=500, metadata=non_negative)  # warmup_decay
+    # plateau: lr multiplier after plateau_patience bad validations
     plateau_factor: float = field(default=0.5, metadata=probability)
     plateau_patience: int = field(default=1, metadata=non_negative)  # validations without gain
-    min_lr: float = field(default=1e-5, metadata=non_negative)
-    clip_norm: float = field(default=1.0, metadata=positive)
+    min_lr: float = field(default=1e-5, metadata=non_negative)  # the learning rate never falls below this
+    clip_norm: float = field(default=1.0, metadata=positive)  # gradients are clipped to this global norm
+    # mass spread over the other tokens (Szegedy et al., 2016)
     label_smoothing: float = field(default=0.1, metadata=probability)
     # Word dropout (Sennrich & Zhang, 2019): each source token of a training batch becomes <unk>
     # with this probability (nmt/training/word_dropout.py); the target one for the decoder's inputs.
     src_word_dropout: float = field(default=0.0, metadata=probability)
+    # the same for the decoder's inputs (the previous target token)
     tgt_word_dropout: float = field(default=0.0, metadata=probability)
     # Guided alignment (nmt/align/guided.py): weight of a loss pulling the attention toward
     # eflomal's links of the training pairs (OpenNMT-py's lambda_align, 0.05); 0: off
     guided_alignment: float = field(default=0.0, metadata=non_negative)
     # Validate, keep and translate with a moving average of the weights (nmt/training/ema.py); 0: off.
     ema_decay: float = field(default=0.0, metadata=probability)
+    # stop after this many updates; null: no limit
     max_steps: Optional[int] = field(default=None, metadata=positive)
+    # stop after this many epochs; null: no limit
     max_epochs: Optional[int] = field(default=30, metadata=positive)
     # Stop after this many minutes of training (wall clock, validation included): runs compared
     # "in the same minutes" get the same budget whatever their speed per step.
@@ -148,10 +157,11 @@ class TrainingConfig:
     # Also keep the weights of the last N checkpoints as checkpoints/step_NNNNNN.pt, each with its
     # dev score, for checkpoint averaging (scripts/average_checkpoints.py); 0: best/last only.
     keep_checkpoints: int = field(default=0, metadata=non_negative)
-    early_stopping_metric: Literal["bleu", "loss"] = "bleu"
+    early_stopping_metric: Literal["bleu", "loss"] = "bleu"  # dev score that picks best.pt
     patience: int = field(default=4, metadata=positive)  # validations without a new best
     log_every: int = field(default=50, metadata=positive)  # steps between TensorBoard points
     on_nan: Literal["stop", "skip"] = "skip"  # a non-finite loss: stop the run or skip the batch
+    # stop when more batches than this had a non-finite loss
     max_skipped_batches: int = field(default=20, metadata=non_negative)
     examples: int = field(default=3, metadata=non_negative)  # dev sentences shown with attention
     # A gold alignment file (the shared format): dev pairs it holds are shown first, with their
@@ -167,18 +177,20 @@ class TrainingConfig:
 class SearchConfig:
     """Decoding: greedy (beam_size 1) or beam search."""
 
-    beam_size: int = field(default=5, metadata=positive)
+    beam_size: int = field(default=5, metadata=positive)  # hypotheses kept per sentence; 1 is greedy search
     length_penalty: float = field(default=1.0, metadata=non_negative)  # GNMT alpha; 0 = none
     max_length_ratio: float = field(default=2.0, metadata=positive)  # output <= ratio*src + 10
-    n_best: int = field(default=1, metadata=positive)
+    n_best: int = field(default=1, metadata=positive)  # translations returned per sentence (<= beam_size)
     replace_unk: bool = False  # replace <unk> by the most-attended source token
     batch_size: int = field(default=64, metadata=positive)  # sentences per decoding batch
 
 
 @dataclass
 class EvalConfig:
-    split: Literal["dev", "test"] = "test"
-    checkpoint: Literal["best", "last"] = "best"
+    """What `make eval` scores (nmt/checkpoints/choose.py) and on which split."""
+
+    split: Literal["dev", "test"] = "test"  # the prepared split translated and scored
+    checkpoint: Literal["best", "last"] = "best"  # the run's best (dev) or last checkpoint
     # Score the average of the last or best N kept checkpoints ("last:5", "best:5"; needs
     # training.keep_checkpoints >= N); writes results.average_last5.json etc.
     average: Optional[str] = field(default=None, metadata=average_spec)
@@ -189,9 +201,11 @@ class EvalConfig:
 
 @dataclass
 class Config:
-    name: str = "experiment"
-    seed: int = 1234
-    runs_dir: str = "runs"
+    """The experiment: its name, seed and where its run folder goes, and one section per stage."""
+
+    name: str = "experiment"  # the run folder: <runs_dir>/<name>/
+    seed: int = 1234  # Python and torch generators (each torchrun rank adds its rank)
+    runs_dir: str = "runs"  # where run folders go
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     training: TrainingConfig = field(default_factory=TrainingConfig)

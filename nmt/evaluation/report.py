@@ -111,6 +111,14 @@ def _describe(row: dict, summary: dict | None, config: dict | None) -> None:
     row["subword"] = data.get("subword") or ("none" if config else None)
 
 
+def machine(summary: dict | None) -> str:
+    """Where a run trained: CPU model, threads and dtype, as train_summary.json records them."""
+    if not summary or not summary.get("cpu"):
+        return "machine not recorded"
+    device = "" if summary.get("device", "cpu") == "cpu" else f", {summary['device']}"
+    return f"{summary['cpu']}{device}, {summary.get('threads')} threads, {summary.get('dtype')}"
+
+
 def _scores(row: dict, results: dict) -> None:
     split = results.get("split", "test")
     bleu = results.get("bleu")
@@ -129,6 +137,7 @@ def _run_row(run: Path) -> tuple[dict, dict | None] | None:
             and alignment is None and not (run / "checkpoints").is_dir()):
         return None
     row = {key: None for key, _ in COLUMNS} | {"name": run.name, "run": run.name}
+    row["machine"] = machine(summary)
     if summary is not None:
         row.update({"parameters": summary.get("parameters"), "step": summary.get("step"),
                     "train_seconds": summary.get("train_seconds"),
@@ -175,7 +184,8 @@ def _labelled_rows(run: Path, own: dict, by_name: dict[str, dict]) -> list[dict]
         label = results.get("label") or path.name[len("results."):-len(".json")]
         row = {key: own.get(key) for key, _ in COLUMNS
                if key not in ("dev_bleu", "aer", "aer_posterior")}
-        row |= {"name": f"{run.name} ({label})", "run": run.name, "dev_bleu": None, "aer": None,
+        row |= {"name": f"{run.name} ({label})", "run": run.name, "machine": own.get("machine"),
+                "dev_bleu": None, "aer": None,
                 "aer_posterior": None,
                 "step": results.get("step", own.get("step")),
                 "signature": results.get("signature"),

@@ -141,3 +141,33 @@ def test_curves_pair_dev_bleu_with_minutes_from_the_events(tmp_path):
     table = format_curves(tmp_path, ["run", "missing"])
     assert "| 500 | 10.0 | 5.0 | 8.25 |" in table and "| 600 | - | - | 9.00 |" in table
     assert "missing" not in table
+
+
+def test_results_page_gets_one_table_per_machine_between_its_markers(tmp_path):
+    from nmt.evaluation.results_page import BEGIN, END, update_results_page
+
+    runs = tmp_path / "runs"
+    for name, cpu, dtype in (("amd", "AMD EPYC", "float32"), ("intel", "Intel Xeon", "bfloat16"),
+                             ("intel2", "Intel Xeon", "bfloat16")):
+        _write(runs / name / "train_summary.json", {"attention": "additive", "step": 10,
+                                                     "cpu": cpu, "threads": 2, "dtype": dtype})
+        _write(runs / name / "results.json", _results(20.0, 40.0))
+    _write(runs / "old" / "train_summary.json", {"attention": "additive", "step": 10})
+    page = tmp_path / "results.md"
+    page.write_text(f"# Results\n\nintro\n\n{BEGIN}\nstale table\n{END}\n\n## Earlier\n\nkept\n")
+    assert update_results_page(page, collect_runs(runs))
+    text = page.read_text()
+    assert text.startswith("# Results\n\nintro\n\n") and text.endswith(f"{END}\n\n## Earlier\n\nkept\n")
+    assert "stale table" not in text
+    assert "### AMD EPYC, 2 threads, float32" in text and "### machine not recorded" in text
+    intel = text.split("### Intel Xeon, 2 threads, bfloat16")[1].split("###")[0]
+    assert "| intel |" in intel and "| intel2 |" in intel and "| amd |" not in intel
+
+
+def test_results_page_is_left_alone_without_runs(tmp_path):
+    from nmt.evaluation.results_page import update_results_page
+
+    page = tmp_path / "results.md"
+    page.write_text("hand-written\n")
+    assert not update_results_page(page, collect_runs(tmp_path / "no_runs"))
+    assert page.read_text() == "hand-written\n"
