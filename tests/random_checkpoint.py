@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from nmt.checkpoints.file import save_checkpoint
+from nmt.checkpoints.file import make_checkpoint, save_checkpoint
 from nmt.config.schema import Config
 from nmt.data.vocab import EOS_ID, SPECIALS
 from nmt.model import build_model
@@ -39,13 +39,10 @@ def write_random_checkpoint(path: Path, config: Config, src_words: list[str] = S
     model = build_model(config.model, len(src_itos), len(tgt_itos))
     with torch.no_grad():
         model.output_layer.bias[EOS_ID] += eos_bias
-    save_checkpoint(path, {
-        "config": config.to_dict(), "src_vocab": src_itos, "tgt_vocab": tgt_itos,
-        "model": model.state_dict(), "optimizer": None, "scheduler": None,
-        "progress": {"step": step, "epoch": 0, "batch_in_epoch": 0, "train_seconds": 12.5,
-                     "best_score": 1.5},
-        "rng": [],
-    })
+    save_checkpoint(path, make_checkpoint(
+        config.to_dict(), src_itos, tgt_itos, model.state_dict(),
+        progress={"step": step, "epoch": 0, "batch_in_epoch": 0, "train_seconds": 12.5,
+                  "best_score": 1.5}))
     return path
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import json
 import subprocess
 import sys
@@ -9,6 +10,8 @@ import sys
 import sacrebleu
 
 from helpers import REPO
+
+pytestmark = pytest.mark.e2e  # every test here runs the real stages
 
 
 def run(script: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from random_checkpoint import single_thread, write_random_checkpoint
 
+from helpers import REPO
 from nmt.config.loader import load_config
 from nmt.data.corpus import read_corpus
 from nmt.errors import NMTError
@@ -28,7 +29,6 @@ from nmt.io import iter_lines
 from nmt.decoding.streaming import translate_stream
 from nmt.decoding.translator import Translator
 
-REPO = Path(__file__).resolve().parents[1]
 SEPARATORS = ["\r", "\r\n", "\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028",
               "\u2029", "\ufeff", "\x00", "\x07", "\t", "$\\frac$"]
 WORDS = ["汤姆", "喜欢", "猫", "。", "Tom", "3", "😀", "學習", "\u200b", " "]
@@ -126,6 +126,7 @@ def test_corpus_reader_skips_and_counts_bad_lines(tmp_path, lines, good):
     assert corpus.pairs[:good] == [(f"第{i}行。", f"Line {i}.", i + 1) for i in range(good)]
 
 
+@pytest.mark.e2e
 def test_script_with_a_nasty_file_and_a_nasty_pipe(smoke_checkpoint, tmp_path):
     """3,000 random bytes (and a lone CR, U+2028, a BOM) through scripts/translate.py: the
     --input file and stdin give the same number of lines, with a warning and no traceback."""
@@ -151,6 +152,7 @@ def test_script_with_a_nasty_file_and_a_nasty_pipe(smoke_checkpoint, tmp_path):
     assert b"<stdin>: " in piped.stderr and b"Traceback" not in piped.stderr
 
 
+@pytest.mark.e2e
 def test_attention_files_of_lines_with_dollar_signs(smoke_checkpoint, tmp_path):
     """Matplotlib read `$...$` in a title or label as a formula and raised on a bad one."""
     path, config = smoke_checkpoint

@@ -18,6 +18,7 @@ import pytest
 from random_checkpoint import single_thread, write_random_checkpoint
 
 import nmt.io
+from helpers import REPO
 from nmt.checkpoints.file import load_checkpoint, save_checkpoint
 from nmt.errors import NMTError
 from nmt.io import atomic_write, atomic_write_json, atomic_write_text
@@ -25,7 +26,6 @@ from nmt.io import iter_lines
 from nmt.decoding.streaming import translate_stream
 from nmt.decoding.translator import Translator
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 def disk_full(*args, **kwargs):
@@ -178,6 +178,7 @@ def test_training_stops_with_one_message_when_a_checkpoint_cannot_be_written(smo
     assert sorted(p.name for p in checkpoints.iterdir()) == ["last.pt"]
 
 
+@pytest.mark.e2e
 def test_stdout_on_a_full_disk_is_one_error(smoke, tmp_path):
     """`translate.py ... > file` on a full disk (here /dev/full): `error: <stdout>: ...`."""
     checkpoint = write_random_checkpoint(tmp_path / "best.pt", smoke)

@@ -8,13 +8,13 @@ import runpy
 import subprocess
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from random_checkpoint import single_thread, write_random_checkpoint
 
+from helpers import REPO
 from nmt.align.aligner import AttentionAligner
 from nmt.align.forced import forced_attention
 from nmt.align.links import parse_pairs
@@ -23,7 +23,6 @@ from nmt.errors import NMTError
 from nmt.model import build_model
 from nmt.decoding.translate import translate_token_ids
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -180,6 +179,7 @@ def _align_here(monkeypatch, *args: str) -> int:
     return 0
 
 
+@pytest.mark.e2e
 def test_script_one_line_per_pair_gold_scores_and_bad_lines(tmp_path, smoke, monkeypatch, capsys):
     write_random_checkpoint(smoke.run_dir / "checkpoints" / "best.pt", smoke)
     config = [str(REPO / "configs" / "smoke.yaml"), f"runs_dir={smoke.runs_dir}", "training.device=cpu"]

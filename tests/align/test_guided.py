@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 import torch
 from random_checkpoint import single_thread
 
+from helpers import REPO
 from nmt.align.guided import GuidedAlignment
 from nmt.config.loader import load_config
 from nmt.data.batching import Example, collate
@@ -20,7 +20,6 @@ from nmt.training.loss import summed_loss
 from nmt.model import build_model
 from nmt.training.loop import train
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_loss_by_hand():
@@ -64,6 +63,7 @@ def test_the_gradient_pulls_attention_to_the_links(smoke_config, architecture):
     assert before < 0.4 and mass() > 0.8
 
 
+@pytest.mark.e2e
 def test_a_smoke_run_trains_with_eflomal_links(smoke_config):
     pytest.importorskip("eflomal", reason="eflomal is installed by `make setup`")
     config = replace(smoke_config, training=replace(smoke_config.training, guided_alignment=0.5,

@@ -12,6 +12,7 @@ import pytest
 import torch
 from random_checkpoint import single_thread, write_random_checkpoint
 
+from helpers import REPO
 from nmt.checkpoints.file import (keep_step_checkpoint, load_checkpoint, model_from_checkpoint,
                             save_checkpoint, step_checkpoints)
 from nmt.checkpoints.averaging import average_checkpoints, average_weights, select_checkpoints
@@ -20,7 +21,6 @@ from nmt.errors import NMTError
 from nmt.training.loop import train
 from nmt.decoding.translate import decode_ids
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -101,6 +101,7 @@ def test_keeping_the_last_n_and_choosing_the_last_or_best(tmp_path):
         select_checkpoints(folder, "last", 5)
 
 
+@pytest.mark.e2e
 def test_training_keeps_step_checkpoints_and_the_script_averages_them(smoke_config, monkeypatch):
     config = replace(smoke_config, training=replace(
         smoke_config.training, max_steps=6, checkpoint_every=2, validate_every=2, keep_checkpoints=2))

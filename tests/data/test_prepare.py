@@ -105,6 +105,7 @@ def test_changed_settings_corpus_or_missing_files_prepare_again(messy_config):
     assert prepare(messy_config).manifest["counts"]["lines_read"] == 206
 
 
+@pytest.mark.e2e
 def test_a_changed_user_dictionary_prepares_again(smoke_config, tmp_path):
     user_dict = tmp_path / "user.dict"
     user_dict.write_text("喜欢猫 100 v\n", encoding="utf-8")
@@ -165,6 +166,7 @@ def test_paths_check_split_and_language(smoke_config):
         prepared.vocab("fr")
 
 
+@pytest.mark.e2e
 def test_script_prints_summary_and_errors_without_traceback(smoke_config, tmp_path):
     script = [sys.executable, str(REPO / "scripts/prepare.py"), str(REPO / "configs/smoke.yaml")]
     data = smoke_config.data
@@ -184,7 +186,7 @@ def test_script_prints_summary_and_errors_without_traceback(smoke_config, tmp_pa
 
 def test_a_cached_prepare_imports_no_segmenter(smoke_config, tmp_path):
     prepare(smoke_config)  # the cached run must stay well under a second: no jieba, no Moses
-    code = ("import sys; from nmt.config import load_config; from nmt.data.prepare import prepare; "
+    code = ("import sys; from nmt.config.loader import load_config; from nmt.data.prepare import prepare; "
             f"prepare(load_config({str(REPO / 'configs/smoke.yaml')!r}, sys.argv[1:])); "
             "print(sorted({'jieba', 'sacremoses', 'torch'} & set(sys.modules)))")
     data = smoke_config.data

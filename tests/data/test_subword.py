@@ -143,6 +143,7 @@ def test_attention_merge_gives_word_level_rows_that_sum_to_one():
     assert to_words(tgt, src, None)[2] is None
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("architecture", ["rnn", "transformer"])
 def test_smoke_bpe_prepares_trains_evaluates_and_translates_in_whole_words(smoke_config,
                                                                           monkeypatch, architecture):

@@ -15,6 +15,7 @@ import pytest
 import torch
 from random_checkpoint import single_thread, write_random_checkpoint
 
+from helpers import REPO
 from nmt.checkpoints.file import load_checkpoint, model_from_checkpoint
 from nmt.config.loader import build_config
 from nmt.data.vocab import BOS_ID
@@ -24,7 +25,6 @@ from nmt.errors import NMTError
 from nmt.decoding.translate import decode_ids
 from nmt.decoding.translator import Translator
 
-REPO = Path(__file__).resolve().parents[2]
 SOURCES = [[4, 5, 6, 7], [8, 9], [4, 12, 10, 11, 5, 6], [7]]  # ids of SRC_WORDS
 
 

@@ -12,6 +12,7 @@ import pytest
 import torch
 from random_checkpoint import single_thread, write_random_checkpoint
 
+from helpers import REPO
 from nmt.config.schema import Config
 from nmt.errors import NMTError
 from nmt.checkpoints.choose import configured_checkpoints, find_checkpoint
@@ -19,7 +20,6 @@ from nmt.decoding.translate import translate_token_ids
 from nmt.decoding.translator import Translator
 from nmt.model import MAX_SOURCE_TOKENS
 
-REPO = Path(__file__).resolve().parents[2]
 
 AWKWARD = [
     "汤姆喜欢猫。",
@@ -173,6 +173,7 @@ def _run_script(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
                           timeout=120, cwd=REPO)
 
 
+@pytest.mark.e2e
 def test_script_files_attention_and_errors(tmp_path, smoke, checkpoint):
     source = tmp_path / "in.zh"
     source.write_text("汤姆喜欢猫。\n\n玛丽喜欢狗。\n😀\n", encoding="utf-8")

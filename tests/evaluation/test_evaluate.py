@@ -12,6 +12,7 @@ import pytest
 import sacrebleu
 from random_checkpoint import single_thread, write_random_checkpoint
 
+from helpers import REPO
 from nmt.data.vocab import Vocab
 from nmt.errors import NMTError
 from nmt.evaluation.evaluate import evaluate, format_results
@@ -19,7 +20,6 @@ from nmt.io import read_lines
 from nmt.data.prepare import prepare
 from nmt.evaluation.report import COLUMNS, collect_runs, format_table
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -92,6 +92,7 @@ def test_report_table(evaluated, tmp_path):
     assert "2.5M" in format_table([smoke]) and "1h02m" in format_table([smoke])
 
 
+@pytest.mark.e2e
 def test_evaluate_script_without_a_checkpoint(smoke_config):
     done = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "evaluate.py"), str(REPO / "configs" / "smoke.yaml"),

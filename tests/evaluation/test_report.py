@@ -9,9 +9,9 @@ from pathlib import Path
 
 import yaml
 
+from helpers import REPO
 from nmt.evaluation.report import collect_runs, format_commands, format_markdown, format_table
 
-REPO = Path(__file__).resolve().parents[2]
 SIGNATURE = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
 CHRF_SIGNATURE = "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0"
 

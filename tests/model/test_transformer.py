@@ -186,6 +186,7 @@ def _transformer_smoke(smoke_config, **training):
     return replace(config, training=replace(config.training, **training))
 
 
+@pytest.mark.e2e
 def test_transformer_training_resumes_exactly_and_translates(smoke_config, tmp_path):
     # Validation only where each run ends: enough for the TensorBoard pictures.
     config = _transformer_smoke(smoke_config, max_steps=12, validate_every=100, checkpoint_every=6,

@@ -29,6 +29,8 @@ from nmt.data.prepare import prepare
 from nmt.runtime import set_threads
 from nmt.training.loop import train
 
+pytestmark = pytest.mark.e2e  # every test here runs the real stages
+
 needs_gloo = pytest.mark.skipif(
     not (dist.is_available() and dist.is_gloo_available()),
     reason="this torch build has no torch.distributed with the gloo backend")

@@ -16,11 +16,11 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import nmt.training.loop
 import nmt.training.trainer
+from helpers import REPO
 from nmt.checkpoints.file import load_checkpoint
 from nmt.errors import NMTError
 from nmt.training.loop import train
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def with_training(config, **changes):
@@ -37,6 +37,7 @@ def assert_same_parameters(a: dict, b: dict) -> None:
         torch.testing.assert_close(a[name], b[name], rtol=0, atol=0, msg=name)
 
 
+@pytest.mark.e2e
 def test_smoke_training_writes_checkpoints_curves_and_pictures(smoke_config, monkeypatch):
     saved_steps = []
     original = nmt.training.trainer.save_checkpoint
@@ -64,6 +65,7 @@ def test_smoke_training_writes_checkpoints_curves_and_pictures(smoke_config, mon
     assert train_loss[-1] < train_loss[0], "the loss goes down"
 
 
+@pytest.mark.e2e
 def test_the_same_seed_gives_the_same_numbers(smoke_config, tmp_path):
     config = with_training(smoke_config, max_steps=15, validate_every=100)
     first = final_parameters(train(config))
@@ -73,6 +75,7 @@ def test_the_same_seed_gives_the_same_numbers(smoke_config, tmp_path):
     assert not torch.equal(first["output_layer.weight"], other["output_layer.weight"])
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("ema_decay", [0.0, 0.9])
 def test_resume_ends_where_an_uninterrupted_run_ends(smoke_config, tmp_path, ema_decay):
     config = with_training(smoke_config, max_steps=30, validate_every=15, checkpoint_every=10,
@@ -94,6 +97,7 @@ def test_resume_ends_where_an_uninterrupted_run_ends(smoke_config, tmp_path, ema
         assert resumed["averaged_model"] is None
 
 
+@pytest.mark.e2e
 def test_bf16_autocast_trains_on_the_cpu_and_keeps_float32_weights(smoke_config, tmp_path,
                                                                     monkeypatch):
     original, autocast_dtypes, losses = nmt.training.trainer.summed_loss, [], []
@@ -136,6 +140,7 @@ def _wait_for(path: Path, process: subprocess.Popen, timeout: float = 120) -> No
         time.sleep(0.05)
 
 
+@pytest.mark.e2e
 def test_kill_9_then_rerun_reaches_the_final_step(smoke_config):
     command = _train_command(smoke_config, "training.max_steps=60", "training.checkpoint_every=5")
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -152,6 +157,7 @@ def test_kill_9_then_rerun_reaches_the_final_step(smoke_config):
     assert load_checkpoint(last)["progress"]["step"] == 60
 
 
+@pytest.mark.e2e
 def test_sigterm_saves_and_exits_cleanly(smoke_config):
     command = _train_command(smoke_config, "training.max_steps=100000", "training.checkpoint_every=1000",
                              "training.validate_every=1000")
@@ -179,6 +185,7 @@ def _poison_step(monkeypatch, bad_steps: set[int]):
     monkeypatch.setattr(nmt.training.trainer, "summed_loss", poisoned)
 
 
+@pytest.mark.e2e
 def test_a_nan_loss_is_skipped_and_never_reaches_a_checkpoint(smoke_config, monkeypatch):
     _poison_step(monkeypatch, {3, 4})
     run_dir = train(with_training(smoke_config, max_steps=10, on_nan="skip"))
@@ -198,6 +205,7 @@ def test_a_nan_loss_stops_the_run_when_asked(smoke_config, monkeypatch):
     assert all(torch.isfinite(p).all() for p in checkpoint["model"].values())
 
 
+@pytest.mark.e2e
 def test_a_run_directory_of_another_experiment_is_not_overwritten(smoke_config):
     run_dir = train(with_training(smoke_config, max_steps=5, validate_every=100))
     before = (run_dir / "checkpoints" / "last.pt").read_bytes()
@@ -236,6 +244,7 @@ def test_a_run_saved_before_a_key_existed_resumes_when_the_key_keeps_its_default
     assert config_differences(saved, changed) == ["training.src_word_dropout"]
 
 
+@pytest.mark.e2e
 def test_init_from_starts_a_new_run_from_trained_weights(smoke_config):
     base_dir = train(with_training(smoke_config, max_steps=10, validate_every=100))
     base = final_parameters(base_dir)

@@ -78,6 +78,7 @@ def test_bad_word_dropout_is_named(key):
     assert getattr(build_config({"training": {key: 0.1}}).training, key) == 0.1
 
 
+@pytest.mark.e2e
 def test_a_resumed_run_drops_the_same_words(smoke_config, tmp_path):
     config = replace(smoke_config, training=replace(
         smoke_config.training, max_steps=4, validate_every=100, checkpoint_every=2,

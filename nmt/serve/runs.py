@@ -1,0 +1,53 @@
+"""The trained runs a request may name: folders right under runs/, loaded once and shared."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from pathlib import Path
+
+from nmt.decoding.translator import Translator
+from nmt.errors import NMTError
+
+log = logging.getLogger(__name__)
+
+# A run name is a plain folder name: no separator, no "..", so no request can leave runs/.
+RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+class UnknownRun(NMTError):
+    """The request named a run that is not a trained run folder under runs/."""
+
+
+class RunRegistry:
+    def __init__(self, runs_dir: str | Path, default_run: str, device: str = "cpu"):
+        self.runs_dir, self.default_run, self.device = Path(runs_dir), default_run, device
+        self._loaded: dict[str, Translator] = {}
+        self._lock = threading.Lock()
+
+    def names(self) -> list[str]:
+        """The trained runs: folders with a config.yaml and at least one checkpoint."""
+        if not self.runs_dir.is_dir():
+            return []
+        return sorted(run.name for run in self.runs_dir.iterdir() if self._trained(run))
+
+    def _trained(self, run: Path) -> bool:
+        checkpoints = run / "checkpoints"
+        return (run / "config.yaml").is_file() and checkpoints.is_dir() and any(checkpoints.glob("*.pt"))
+
+    def get(self, name: str | None = None) -> Translator:
+        """The run's Translator, loaded on first use (one load even when requests race)."""
+        name = name or self.default_run
+        if not RUN_NAME.fullmatch(name) or ".." in name:
+            raise UnknownRun(f"run {name!r}: a run is named by its folder under runs/ "
+                             f"(letters, digits, '_', '-', '.')")
+        if name not in self._loaded:
+            with self._lock:
+                if name not in self._loaded:
+                    if not self._trained(self.runs_dir / name):
+                        raise UnknownRun(f"run {name!r}: no trained run of that name under "
+                                         f"{self.runs_dir}/ (trained: {', '.join(self.names()) or 'none'})")
+                    log.info("loading run %s", name)
+                    self._loaded[name] = Translator.from_run(self.runs_dir / name, self.device)
+        return self._loaded[name]
