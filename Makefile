@@ -20,13 +20,14 @@ ALIGNER ?= attention
 WEIGHTS ?=
 METHOD  ?=
 PORT    ?= 6006
+SERVE_PORT ?= 8000
 
 VENV    := .venv
 PY      := $(VENV)/bin/python
 CORPUS  := data/raw/cmn-eng/cmn.txt
 RUNS    := runs
 
-.PHONY: setup data prepare train eval translate align align-eval report docs tensorboard lint test test-fast bench clean help
+.PHONY: setup data prepare train eval translate serve align align-eval report docs tensorboard lint test test-fast bench clean help
 
 help:
 	@sed -n '1,8p' Makefile
@@ -69,6 +70,10 @@ eval: train
 
 translate: setup
 	$(PY) scripts/translate.py $(CONFIG) $(ARGS) $(if $(INPUT),--input $(INPUT))
+
+# A local web page on http://127.0.0.1:$(SERVE_PORT)/: translate, see the attention and the links
+serve: setup
+	$(PY) scripts/serve.py $(CONFIG) $(ARGS) --port $(SERVE_PORT)
 
 # Word alignment in Pharaoh format (INPUT: Chinese<TAB>English lines); align-eval scores the
 # gold links: runs/<name>/alignment.json, or runs/eflomal-char/ with ALIGNER=eflomal.

@@ -33,7 +33,7 @@ def _statements_before_the_call(path: Path) -> list[ast.stmt]:
     pytest.fail(f"{path} never calls sleep_while_waiting()")
 
 
-@pytest.mark.parametrize("script", ["scripts/translate.py", "scripts/evaluate.py",
+@pytest.mark.parametrize("script", ["scripts/translate.py", "scripts/evaluate.py", "scripts/serve.py",
                                     "bench/bench_decode.py"])
 def test_decoding_scripts_call_it_before_any_import_that_could_load_torch(script):
     for node in _statements_before_the_call(REPO / script):

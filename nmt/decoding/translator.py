@@ -199,11 +199,13 @@ class Translator:
         """Every decoder layer's every head over the source, rows and columns as in
         `translation.attention`: (layers, heads, T, S); None for a model with one attention
         (the recurrent one) or a translation without attention."""
-        if translation.attention is None or not hasattr(self.model, "attention_heads"):
+        if translation.attention is None:
             return None
         src, tgt = translation.source_ids, translation.target_ids
         rows = len(translation.attention) if not self.subword else len(tgt) + 1
         layers = attention_layers(self.model, src, tgt, rows, self.device)  # (L, H, T', S')
+        if layers.shape[:2] == (1, 1):  # one attention: the heatmap shows it already
+            return None
         if self.subword:  # pieces → whole words, as the attention shown
             pieces, src_pieces = self.tgt_vocab.decode(tgt), self.src_vocab.decode(src)
             layers = np.stack([[merge_attention(head, pieces, src_pieces) for head in layer]
