@@ -24,7 +24,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import runpy
 import sys
+from pathlib import Path
 from typing import Callable, Sequence
 
 from nmt.errors import NMTError
@@ -65,3 +67,47 @@ def sleep_while_waiting() -> None:
     measured 5-8x slower. Training does not call it: on a quiet machine it halves training speed.
     """
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+# The installed commands (pyproject's [project.scripts]): `nmt-train CONFIG ...` is
+# `python scripts/train.py CONFIG ...`, the same file, so the two can never drift apart. They
+# run the scripts of the checkout the package is installed from (`pip install -e .`, as `make
+# setup` does).
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+
+
+def _run_script(stage: str) -> None:
+    script = SCRIPTS / f"{stage}.py"
+    if not script.is_file():
+        sys.exit(f"error: nmt-{stage} runs {script}, which is not here: install the package from "
+                 f"a checkout with `pip install -e .` (as `make setup` does)")
+    sys.argv[0] = str(script)
+    runpy.run_path(str(script), run_name="__main__")
+
+
+def prepare() -> None:
+    _run_script("prepare")
+
+
+def train() -> None:
+    _run_script("train")
+
+
+def evaluate() -> None:
+    _run_script("evaluate")
+
+
+def translate() -> None:
+    _run_script("translate")
+
+
+def align() -> None:
+    _run_script("align")
+
+
+def report() -> None:
+    _run_script("report")
+
+
+def serve() -> None:
+    _run_script("serve")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 
 from nmt.checkpoints.file import make_checkpoint, save_checkpoint
+from nmt.config.loader import save_config
 from nmt.config.schema import Config
 from nmt.data.vocab import EOS_ID, SPECIALS
 from nmt.model import build_model
@@ -65,3 +67,14 @@ class GrowingEos:
         log_probs[:, EOS_ID] += self.rate * self.step - self.offset
         self.step += 1
         return log_probs.log_softmax(dim=-1), state, weights
+
+
+def write_random_run(runs: Path, name: str, smoke: Config, architecture: str = "rnn") -> Path:
+    """runs/<name>/ as training leaves it (config.yaml, checkpoints/best.pt), random weights."""
+    config = dataclasses.replace(smoke, name=name, runs_dir=str(runs),
+                                 model=dataclasses.replace(smoke.model, architecture=architecture),
+                                 training=dataclasses.replace(smoke.training, device="cpu"))
+    (runs / name / "checkpoints").mkdir(parents=True)
+    save_config(config, runs / name / "config.yaml")
+    write_random_checkpoint(runs / name / "checkpoints" / "best.pt", config)
+    return runs / name

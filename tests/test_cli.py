@@ -1,9 +1,15 @@
-"""The scripts' shared command line: overrides anywhere, errors without tracebacks."""
+"""The scripts' shared command line: overrides anywhere, errors without tracebacks; the
+installed nmt-<stage> commands."""
 
 import argparse
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
+from helpers import REPO
 from nmt.cli import config_arguments, run_cli
 from nmt.errors import NMTError
 
@@ -34,13 +40,9 @@ def test_a_user_error_is_one_line_and_exit_status_2(capsys):
 
 
 def test_make_align_eval_passes_weights_and_method(tmp_path):
-    import shutil
-    import subprocess
-    from pathlib import Path
-
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
-    repo = Path(__file__).resolve().parents[1]
+    repo = REPO
 
     def dry_run(*variables: str) -> str:  # -n: print the recipes, run nothing
         done = subprocess.run(["make", "-n", "-C", str(repo), "align-eval", f"GOLD={tmp_path}/g.tsv",
@@ -51,3 +53,15 @@ def test_make_align_eval_passes_weights_and_method(tmp_path):
     assert "--weights posterior --method grow-diag-final-and" in command
     assert f"--gold {tmp_path}/g.tsv" in command
     assert "--weights" not in dry_run() and "--method" not in dry_run()
+
+
+@pytest.mark.parametrize("stage", ["prepare", "train", "evaluate", "translate", "align", "report",
+                                   "serve"])
+def test_installed_commands_run_the_stage_scripts(stage):
+    command = Path(sys.executable).parent / f"nmt-{stage}"
+    assert command.is_file(), f"{command} is not installed: pip install -e . (make setup)"
+    shown = subprocess.run([str(command), "--help"], capture_output=True, text=True, timeout=120)
+    script = subprocess.run([sys.executable, f"scripts/{stage}.py", "--help"], capture_output=True,
+                            text=True, timeout=120, cwd=REPO)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split("\n", 1)[1] == script.stdout.split("\n", 1)[1]  # usage line aside
