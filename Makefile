@@ -112,6 +112,7 @@ bench: prepare
 	$(PY) bench/bench_train.py $(CONFIG) $(ARGS)
 	$(PY) bench/bench_decode.py $(CONFIG) $(ARGS)
 	$(PY) bench/bench_align.py $(CONFIG) $(ARGS)
+	$(PY) bench/bench_serve.py $(CONFIG) $(ARGS)
 
 clean:
 	rm -rf $(RUNS) data/prepared .pytest_cache
