@@ -22,6 +22,7 @@ loads OpenMP, which reads its wait policy then.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import runpy
@@ -85,29 +86,10 @@ def _run_script(stage: str) -> None:
     runpy.run_path(str(script), run_name="__main__")
 
 
-def prepare() -> None:
-    _run_script("prepare")
-
-
-def train() -> None:
-    _run_script("train")
-
-
-def evaluate() -> None:
-    _run_script("evaluate")
-
-
-def translate() -> None:
-    _run_script("translate")
-
-
-def align() -> None:
-    _run_script("align")
-
-
-def report() -> None:
-    _run_script("report")
-
-
-def serve() -> None:
-    _run_script("serve")
+prepare = functools.partial(_run_script, "prepare")
+train = functools.partial(_run_script, "train")
+evaluate = functools.partial(_run_script, "evaluate")
+translate = functools.partial(_run_script, "translate")
+align = functools.partial(_run_script, "align")
+report = functools.partial(_run_script, "report")
+serve = functools.partial(_run_script, "serve")
