@@ -4,7 +4,7 @@ files training and evaluation wrote (see nmt/evaluation/report.py). Averages of 
 evaluated into results.<label>.json, get rows of their own.
 
     python scripts/report.py [--runs runs]
-    python scripts/report.py --markdown      # a Markdown table for the README, signatures below
+    python scripts/report.py --markdown      # a Markdown table, signatures below
     python scripts/report.py --commands      # and the commands that made each run
     python scripts/report.py --curves        # and each run's dev BLEU against (CPU) minutes
     python scripts/report.py --docs docs/results.md   # rewrite that page's tables (make docs)

@@ -252,7 +252,7 @@ def format_table(rows: list[dict]) -> str:
 
 
 def format_markdown(rows: list[dict]) -> str:
-    """A Markdown table to paste into the README, with the sacrebleu signatures once below it."""
+    """A Markdown table (docs/results.md), with the sacrebleu signatures once below it."""
     lines = ["| " + " | ".join(title for _, title in COLUMNS) + " |",
              "|" + "|".join("---" if i < TEXT_COLUMNS else "---:" for i in range(len(COLUMNS))) + "|"]
     for row in rows:

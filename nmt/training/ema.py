@@ -3,7 +3,7 @@
 After every optimizer step, averaged = decay · averaged + (1 − decay) · weights. Adam's weights
 hop around the optimum from one batch to the next; their running mean sits closer to it, with a
 lower dev loss and a steadier dev score (Polyak averaging; Marian's exponential smoothing,
-fairseq's EMA; README "Training in practice" has the figures). Training never reads it.
+fairseq's EMA; docs/training.md has the figures). Training never reads it.
 
 The average is updated every `every` steps with decay**every: nearly the same average, at a
 quarter of the cost when every=4 (an update reads and writes every weight: ~12 ms for 7.8M on
