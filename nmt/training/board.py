@@ -47,7 +47,7 @@ class Board:
         "posterior" for the posterior alignment of the same pair (its own image tag)."""
         if not self.writer:
             return
-        from nmt.plot import attention_figure, figure_to_array
+        from nmt.plot import attention_figure, figure_to_array  # matplotlib: ~0.6 s
 
         figure = attention_figure(weights, src, tgt, f"reference, {kind}; gold: solid Sure, "
                                   f"dashed Possible", gold=sure, possible=possible)
