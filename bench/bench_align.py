@@ -27,12 +27,11 @@ import torch
 from nmt.align.forced import forced_attention
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
+from nmt.data.prepare import load_prepared
 from nmt.data.vocab import Vocab
 from nmt.io import read_lines
 from nmt.model import build_model
-from nmt.data.prepare import load_prepared
-from nmt.runtime import set_threads
-from nmt.runtime import cpu_model
+from nmt.runtime import cpu_model, set_threads
 
 
 def main(args: argparse.Namespace) -> None:

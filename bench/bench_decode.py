@@ -28,22 +28,20 @@ import statistics
 import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import torch
 
+from nmt.checkpoints.choose import one_checkpoint
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
+from nmt.data.prepare import load_prepared
 from nmt.data.vocab import EOS_ID, Vocab
+from nmt.decoding.translate import decode_ids
+from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
 from nmt.io import read_lines
 from nmt.model import build_model, count_parameters, describe
-from nmt.data.prepare import load_prepared
-from nmt.runtime import set_threads
-from nmt.checkpoints.choose import find_checkpoint
-from nmt.decoding.translate import decode_ids
-from nmt.decoding.translator import Translator
-from nmt.runtime import cpu_model
+from nmt.runtime import cpu_model, set_threads
 
 JOEY_SENTENCES_PER_SECOND = 1503 / 42  # beam 5, batch 64, 2-core CPU
 
@@ -52,7 +50,7 @@ def make_translator(args, config) -> tuple[Translator, str]:
     search = replace(config.search, beam_size=args.beam, batch_size=args.batch, n_best=1)
     if not args.random_init:
         try:
-            path = Path(args.checkpoint) if args.checkpoint else find_checkpoint(config)
+            path = one_checkpoint(config, args.checkpoint)
         except NMTError:  # `make bench` before `make train`: measure a stand-in, and say so
             print("no trained checkpoint yet: measuring a random-init model of the same size, "
                   "steered to realistic output lengths (--random-init --steer-length 1.15)",

@@ -26,17 +26,16 @@ from dataclasses import replace
 
 import torch
 
+from bench_decode import SteeredLength  # bench/bench_decode.py
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
+from nmt.data.prepare import load_prepared
 from nmt.data.vocab import Vocab
-from nmt.model.ensemble import Ensemble
+from nmt.decoding.translate import decode_ids
 from nmt.io import read_lines
 from nmt.model import build_model
-from nmt.data.prepare import load_prepared
-from nmt.runtime import set_threads
-from nmt.decoding.translate import decode_ids
-from bench_decode import SteeredLength  # bench/bench_decode.py
-from nmt.runtime import cpu_model
+from nmt.model.ensemble import Ensemble
+from nmt.runtime import cpu_model, set_threads
 
 
 def main(args: argparse.Namespace) -> None:

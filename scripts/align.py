@@ -36,8 +36,7 @@ from nmt.align.stage import (ALIGNERS, WEIGHTS, AlignOptions, align, alignment_p
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
 from nmt.errors import NMTError
-from nmt.io import atomic_write_lines
-from nmt.io import decode_lines
+from nmt.io import atomic_write_lines, decode_lines
 from nmt.runtime import set_threads
 
 
@@ -84,7 +83,8 @@ if __name__ == "__main__":
     parser.add_argument("--input", help="pairs to align, one a line (default: stdin)")
     parser.add_argument("--output", help="where the links go (default: stdout)")
     parser.add_argument("--gold", help="a gold alignment file: align its pairs and score them")
-    parser.add_argument("--checkpoint", help="a checkpoint file (default: the run's best.pt)")
+    parser.add_argument("--checkpoint", help="a checkpoint file (default: the run's eval.checkpoint: "
+                                               "best.pt, else last.pt)")
     parser.add_argument("--aligner", choices=ALIGNERS, default="attention")
     parser.add_argument("--method", choices=METHODS,
                         help="attention → links (default argmax); eflomal: intersect, union or "

@@ -19,12 +19,12 @@ import argparse
 import shlex
 import sys
 
+from nmt.checkpoints.choose import split_checkpoint_arguments
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
-from nmt.checkpoints.choose import split_checkpoint_arguments
 from nmt.evaluation.evaluate import evaluate, format_results, results_path
-from nmt.training.run_dir import record_command
 from nmt.runtime import set_threads
+from nmt.training.run_dir import record_command
 
 
 def main(args: argparse.Namespace) -> None:
@@ -42,8 +42,9 @@ if __name__ == "__main__":
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     config_arguments(parser)
     parser.add_argument("--checkpoint", action="append",
-                        help="a checkpoint file (default: eval.checkpoint of the run); repeat it "
-                             "or separate paths by commas to decode with an ensemble")
+                        help="a checkpoint file (default: eval.ensemble, eval.average, else the "
+                             "run's eval.checkpoint); repeat it or separate paths by commas to "
+                             "decode with an ensemble")
     parser.add_argument("--label", help="write results.<label>.json (default: results.json for the "
                                         "run's best/last.pt, 'ensemble', or the checkpoint's name)")
     run_cli(main, parser)

@@ -24,7 +24,8 @@ def main(args: argparse.Namespace) -> None:
         if update_results_page(args.docs, rows):
             print(f"{args.docs}: tables of {len(rows)} runs written")
         else:
-            print(f"no runs under {args.runs}/: {args.docs} left as it was")
+            print(f"no run with a train_summary.json under {args.runs}/: nothing to write, "
+                  f"{args.docs} left as it was")
         return
     if not rows:
         print(f"no runs under {args.runs}/ yet: `make train`, then `make eval`")

@@ -1,6 +1,7 @@
 """A local web page and JSON API: type Chinese, see the translation, its attention and links.
 
     python scripts/serve.py configs/tatoeba.yaml [key=value ...] [--host 127.0.0.1] [--port 8000]
+                            [--runs-dir runs] [--max-chars 2000]
     make serve                                   # the same for CONFIG, on PORT 8000
 
 The default run is the config's (runs/<name>/); the page's model picker lists every trained run
@@ -28,7 +29,7 @@ log = logging.getLogger("nmt.serve")
 def main(args: argparse.Namespace) -> None:
     config = load_config(args.config, args.overrides)
     set_threads(config.training.threads)
-    registry = RunRegistry(config.runs_dir, config.name, device=config.training.device)
+    registry = RunRegistry(args.runs_dir or config.runs_dir, config.name, device=config.training.device)
     app = create_app(registry, max_chars=args.max_chars)
     registry.get()  # load the default run now: the first request is then as fast as the rest
     log.info("ready: http://%s:%d/", args.host, args.port)
@@ -41,6 +42,8 @@ if __name__ == "__main__":
     config_arguments(parser)
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--runs-dir", help="the folder of trained runs the page lists "
+                                           "(default: the config's runs_dir)")
     parser.add_argument("--max-chars", type=int, default=2000,
                         help="the longest text one request may send (default 2000 characters)")
     run_cli(main, parser)

@@ -30,25 +30,23 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from nmt.checkpoints.choose import split_checkpoint_arguments
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
+from nmt.decoding.streaming import interactive, translate_stream
+from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
 from nmt.io import atomic_write, count_lines, iter_lines
 from nmt.model import has_alignment
 from nmt.runtime import set_threads
-from nmt.decoding.streaming import interactive, translate_stream
-from nmt.checkpoints.choose import configured_checkpoints, split_checkpoint_arguments
-from nmt.decoding.translator import Translator
 
 
 def main(args: argparse.Namespace) -> None:
     config = load_config(args.config, args.overrides)
     set_threads(config.training.threads)
-    checkpoints = split_checkpoint_arguments(args.checkpoint) or configured_checkpoints(config)
-    translator = Translator.from_checkpoints(checkpoints, search=config.search,
-                                             device=config.training.device,
-                                             keep_attention=args.attention is not None,
-                                             architecture=config.model.architecture)
+    # What make eval scores (nmt/checkpoints/choose.py), unless --checkpoint names others.
+    translator = Translator.from_config(config, split_checkpoint_arguments(args.checkpoint) or None,
+                                        keep_attention=args.attention is not None)
     attention_dir = Path(args.attention) if args.attention else None
     if attention_dir is not None and not has_alignment(translator.config.model):
         print("warning: this model has no attention (model.attention = none): "

@@ -55,6 +55,7 @@ def test_make_align_eval_passes_weights_and_method(tmp_path):
     assert "--weights" not in dry_run() and "--method" not in dry_run()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("stage", ["prepare", "train", "evaluate", "translate", "align", "report",
                                    "serve"])
 def test_installed_commands_run_the_stage_scripts(stage):

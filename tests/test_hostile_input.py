@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import random
 import subprocess
 import sys
 from dataclasses import replace
@@ -25,9 +26,9 @@ from helpers import REPO
 from nmt.config.loader import load_config
 from nmt.data.corpus import read_corpus
 from nmt.errors import NMTError
-from nmt.io import iter_lines
 from nmt.decoding.streaming import translate_stream
 from nmt.decoding.translator import Translator
+from nmt.io import iter_lines
 
 SEPARATORS = ["\r", "\r\n", "\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028",
               "\u2029", "\ufeff", "\x00", "\x07", "\t", "$\\frac$"]
@@ -131,8 +132,6 @@ def test_script_with_a_nasty_file_and_a_nasty_pipe(smoke_checkpoint, tmp_path):
     """3,000 random bytes (and a lone CR, U+2028, a BOM) through scripts/translate.py: the
     --input file and stdin give the same number of lines, with a warning and no traceback."""
     _, config = smoke_checkpoint
-    import random
-
     noise = random.Random(14).randbytes(3000)
     data = b"\xef\xbb\xbf" + LONE_CR + "a\u2028b\x0cc\x85\n".encode() + noise
     source, output = tmp_path / "nasty.zh", tmp_path / "out.en"

@@ -18,6 +18,7 @@ import pytest
 from random_checkpoint import single_thread, write_random_checkpoint
 
 import nmt.io
+import nmt.training.loop
 from helpers import REPO
 from nmt.checkpoints.file import load_checkpoint, save_checkpoint
 from nmt.errors import NMTError
@@ -153,8 +154,6 @@ def test_training_stops_with_one_message_when_a_checkpoint_cannot_be_written(smo
                                                                             monkeypatch):
     """The first last.pt is written; the second finds the disk full: training ends with the
     NMTError (printed as `error: ...` by the scripts), the first checkpoint still loads."""
-    import nmt.training.loop
-
     config = replace(smoke_config, training=replace(smoke_config.training, max_steps=20,
                                                     validate_every=1000))
     calls = []

@@ -22,12 +22,11 @@ from nmt.align.extract import extract_links
 from nmt.align.forced import forced_attention
 from nmt.align.links import AlignPair, Link
 from nmt.align.units import coverage, merge_rows, project_source
-from nmt.checkpoints.file import load_checkpoint, model_from_checkpoint
+from nmt.checkpoints.choose import load_chosen
 from nmt.config.schema import Config
 from nmt.data.subword import Subwords, SubwordSegmenter, models_for
 from nmt.data.tokenize import make_tokenizers
 from nmt.data.vocab import Vocab
-from nmt.runtime import pick_device
 from nmt.model import MAX_SOURCE_TOKENS
 
 log = logging.getLogger(__name__)
@@ -80,13 +79,12 @@ class AttentionAligner:
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str = "auto",
                         batch_size: int = 64) -> AttentionAligner:
-        checkpoint = load_checkpoint(path)
-        model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, source=str(path))
-        device = pick_device(device)
-        aligner = cls(model.to(device), config, src_vocab, tgt_vocab, device, batch_size,
-                      checkpoint.get("subword"))
-        aligner.checkpoint = Path(path)
-        aligner.step = (checkpoint.get("progress") or {}).get("step")
+        """One checkpoint's model (nmt/checkpoints/choose.py loads it); `device`: auto, cpu or cuda."""
+        loaded = load_chosen([path], device)
+        aligner = cls(loaded.model, loaded.config, loaded.src_vocab, loaded.tgt_vocab, loaded.device,
+                      batch_size, loaded.subwords)
+        aligner.checkpoint = loaded.paths[0]
+        aligner.step = loaded.progress.get("step")
         return aligner
 
     def _tokens(self, pair: AlignPair) -> tuple[list[str], list[str]]:

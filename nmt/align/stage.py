@@ -13,11 +13,11 @@ from pathlib import Path
 
 from nmt.align.aligner import AttentionAligner
 from nmt.align.extract import METHODS
-from nmt.align.symmetrize import SYMMETRIZATIONS
 from nmt.align.links import AlignPair, Link, format_links
 from nmt.align.metrics import AlignmentScores, score_alignments
 from nmt.align.statistical import align_with_eflomal
-from nmt.checkpoints.choose import find_checkpoint
+from nmt.align.symmetrize import SYMMETRIZATIONS
+from nmt.checkpoints.choose import one_checkpoint
 from nmt.config.schema import Config
 from nmt.data.prepare import load_prepared
 from nmt.data.tokenize import make_tokenizers
@@ -83,8 +83,7 @@ def align(config: Config, pairs: list[AlignPair], options: AlignOptions) -> Alig
         return AlignResult(links, None, {"aligner": "eflomal", "units": options.units,
                                          "method": options.method,
                                          "training_pairs": str(prepared.tokens("train", "zh"))})
-    path = Path(options.checkpoint) if options.checkpoint else find_checkpoint(
-        config, config.eval.checkpoint)
+    path = one_checkpoint(config, options.checkpoint)
     aligner = AttentionAligner.from_checkpoint(path, device=config.training.device,
                                                batch_size=config.search.batch_size)
     soft = aligner.soft(pairs, options.layer, options.head, options.weights == "posterior")

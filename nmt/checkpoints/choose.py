@@ -12,7 +12,11 @@ all ask here. In order:
   back to the other one.
 
 The run's own checkpoint writes results.json; anything else gets a label and results of its own
-(`Chosen.label`): "ensemble", average_last5 etc., or the checkpoint file's name.
+(`Chosen.label`): "ensemble", average_last5 etc., or the checkpoint file's name. Alignment reads
+one model's attention, so it asks `one_checkpoint`: the named one, else the run's own.
+
+`load_chosen` loads the chosen checkpoints as one model; several become an `Ensemble`
+(nmt/model/ensemble.py) once `load_ensemble` has checked that they read and write the same ids.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
 from torch import nn
 
 from nmt.checkpoints.averaging import average_label, parse_average, write_average
@@ -30,6 +35,7 @@ from nmt.config.schema import Config, differing_data_keys
 from nmt.data.vocab import Vocab
 from nmt.errors import NMTError
 from nmt.model.ensemble import Ensemble
+from nmt.runtime import pick_device
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +81,12 @@ def configured_checkpoints(config: Config) -> list[Path]:
     return [find_checkpoint(config, config.eval.checkpoint)]
 
 
+def one_checkpoint(config: Config, checkpoint: str | Path | None = None) -> Path:
+    """The one checkpoint a single model is read from (alignment): `checkpoint` when given, else
+    the run's eval.checkpoint (best, else last); eval.ensemble and eval.average do not apply."""
+    return Path(checkpoint) if checkpoint else find_checkpoint(config, config.eval.checkpoint)
+
+
 def find_checkpoint(config: Config, which: str = "best") -> Path:
     """runs/<name>/checkpoints/<which>.pt, falling back to the other one with a warning."""
     folder = config.run_dir / "checkpoints"
@@ -99,6 +111,40 @@ def averaged_from(paths: list[Path]) -> list | None:
     if len(paths) != 1 or paths[0].name in RUN_CHECKPOINTS:
         return None
     return load_checkpoint(paths[0]).get("averaged_from")
+
+
+@dataclass
+class Loaded:
+    """Chosen checkpoints loaded as one model, ready to translate or align with."""
+
+    model: nn.Module  # in eval mode, on `device`: the one model, or an Ensemble of several
+    config: Config  # the first checkpoint's: it fixes segmentation and detokenization
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    device: torch.device
+    paths: list[Path]
+    progress: dict  # the first checkpoint's training progress (step, epoch, ...)
+    subwords: dict[str, bytes] | None  # its sentencepiece models ({lang: bytes}), with data.subword
+
+
+def load_chosen(paths: list[str | Path], device: str = "auto",
+                architecture: str | None = None) -> Loaded:
+    """Load checkpoints as one model on `device` (auto: CUDA when there is one, cpu or cuda).
+
+    A missing, corrupt or incompatible checkpoint is an NMTError. `architecture`: the model
+    family the caller's config names; a single checkpoint of the other family is an NMTError (an
+    ensemble's members may be of either family)."""
+    if len(paths) == 1:
+        checkpoint = load_checkpoint(paths[0])
+        model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, str(paths[0]),
+                                                                    architecture)
+        checkpoints = [checkpoint]
+    else:
+        model, config, src_vocab, tgt_vocab, checkpoints = load_ensemble(paths)
+    device = pick_device(device)
+    first = checkpoints[0]
+    return Loaded(model.to(device), config, src_vocab, tgt_vocab, device, [Path(p) for p in paths],
+                  dict(first.get("progress") or {}), first.get("subword"))
 
 
 def load_ensemble(paths: list[str | Path]) -> tuple[nn.Module, Config, Vocab, Vocab, list[dict]]:

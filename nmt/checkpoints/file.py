@@ -31,9 +31,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from nmt.config.schema import Config
-
 from nmt.config.loader import build_config
+from nmt.config.schema import Config
 from nmt.data.vocab import Vocab
 from nmt.errors import NMTError
 from nmt.io import atomic_write

@@ -1,7 +1,9 @@
 """The experiment config's schema: every key, its type, its default and what it means, once.
 
 An experiment YAML names only what differs from these defaults; nmt/config/loader.py reads it
-and checks it against this schema. docs/config.md is generated from this file (make docs).
+and checks it against this schema. docs/config.md is generated from this file (make docs):
+a key's description there is its `#` comment here (the lines just above it, then the one on its
+line), and a comment block with a blank line after it heads the keys below it.
 """
 
 from __future__ import annotations
@@ -9,29 +11,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional
 
+from nmt.config.checks import average_spec, check, non_negative, positive, probability
 
-
-
-def _check(predicate, allowed: str):
-    """Field metadata: a value check and the words that say what is allowed."""
-    return {"check": predicate, "allowed": allowed}
-
-
-positive = _check(lambda v: v > 0, "a number > 0")
 SUBWORD_KEYS = ("subword", "src_subword_vocab", "tgt_subword_vocab")
 # Data keys that say where the data is and how fast it is made, not what it is: a run, its
 # resumption, its evaluation and an ensemble's members may differ in these and still read the
 # same sentences.
 DATA_LOCATION_KEYS = ("corpus", "prepared_dir", "workers")
-non_negative = _check(lambda v: v >= 0, "a number >= 0")
-probability = _check(lambda v: 0 <= v < 1, "a number in [0, 1)")
-average_spec = _check(lambda v: re.fullmatch(r"(last|best):[1-9][0-9]*", v) is not None,
-                      "last:N or best:N, e.g. last:5")
 
 
 @dataclass
@@ -40,46 +30,46 @@ class DataConfig:
 
     corpus: str = "data/raw/cmn-eng/cmn.txt"  # the Tatoeba TSV: English <TAB> Chinese <TAB> credit
     prepared_dir: str = "data/prepared"  # outputs go to <prepared_dir>/<hash of this section>/
-    max_pairs: Optional[int] = field(default=None, metadata=positive)  # keep the first N pairs (tests)
+    max_pairs: Optional[int] = field(default=None, metadata=positive)  # only the first N pairs; null: all
     zh_level: Literal["word", "char"] = "word"  # jieba words or single characters
     zh_user_dict: Optional[str] = None  # a jieba user dictionary file
     traditional_to_simplified: bool = False  # convert traditional characters with OpenCC
     lowercase: bool = False  # lowercase English (BLEU is then case-insensitive)
-    min_length: int = field(default=1, metadata=positive)  # in tokens, each side
-    max_length: int = field(default=50, metadata=positive)  # in tokens, each side
-    dev_size: int = field(default=1000, metadata=positive)  # pairs
-    test_size: int = field(default=1500, metadata=positive)  # pairs
+    min_length: int = field(default=1, metadata=positive)  # shorter pairs are dropped (tokens, each side)
+    max_length: int = field(default=50, metadata=positive)  # longer pairs are dropped (tokens, each side)
+    dev_size: int = field(default=1000, metadata=positive)  # pairs held out for validation
+    test_size: int = field(default=1500, metadata=positive)  # pairs held out for the final score
     split_seed: int = 1234  # shuffles the pairs before the train/dev/test split
     src_min_freq: int = field(default=2, metadata=positive)  # rarer Chinese tokens become <unk>
     tgt_min_freq: int = field(default=2, metadata=positive)  # rarer English tokens become <unk>
-    src_max_vocab: int = field(default=50000, metadata=positive)  # the most frequent kept
-    tgt_max_vocab: int = field(default=50000, metadata=positive)  # the most frequent kept
-    workers: int = field(default=2, metadata=positive)  # processes for segmentation
+    src_max_vocab: int = field(default=50000, metadata=positive)  # Chinese vocabulary cap, specials included
+    tgt_max_vocab: int = field(default=50000, metadata=positive)  # English vocabulary cap, specials included
+    workers: int = field(default=2, metadata=positive)  # processes for segmentation (at most one per core)
     # Subword units (sentencepiece, nmt/data/subword.py) inside the words and Moses tokens,
     # trained on the training split: none, bpe or unigram. Vocabulary sizes as sentencepiece
     # counts them, capped with a warning to what the corpus allows; small ones suit small corpora
     # (Sennrich & Zhang, 2019). src/tgt_min_freq and max_vocab then apply to the pieces.
     subword: Literal["none", "bpe", "unigram"] = "none"
     # pieces in the Chinese vocabulary
-    src_subword_vocab: int = field(default=4000, metadata=_check(lambda v: v >= 8, "an integer >= 8"))
+    src_subword_vocab: int = field(default=4000, metadata=check(lambda v: v >= 8, "an integer >= 8"))
     # pieces in the English vocabulary
-    tgt_subword_vocab: int = field(default=4000, metadata=_check(lambda v: v >= 8, "an integer >= 8"))
+    tgt_subword_vocab: int = field(default=4000, metadata=check(lambda v: v >= 8, "an integer >= 8"))
 
 
 @dataclass
 class ModelConfig:
     """The model: a recurrent seq2seq (BiRNN encoder, attention, RNN decoder with a deep output
     layer) or a Transformer. Keys that do not apply to the chosen family are ignored: the RNN
-    reads the keys up to `dropout`, the Transformer reads those from `architecture` on, plus
-    encoder_layers, tie_embeddings and dropout (the attention keys above do not apply to it:
-    its attention is always scaled dot-product over several heads)."""
+    reads the keys up to `dropout`, the Transformer those from `decoder_layers` on, plus
+    encoder_layers, tie_embeddings and dropout (the attention keys do not apply to it: its
+    attention is always scaled dot-product over several heads)."""
 
     # rnn: the recurrent seq2seq below; transformer: self- and cross-attention layers (Vaswani
     # et al., 2017), keys from `decoder_layers` on
     architecture: Literal["rnn", "transformer"] = "rnn"
     rnn: Literal["gru", "lstm"] = "gru"  # the recurrent cell of encoder and decoder
     embed_size: int = field(default=256, metadata=positive)  # word (or piece) embeddings, both sides
-    encoder_hidden: int = field(default=256, metadata=positive)  # per direction
+    encoder_hidden: int = field(default=256, metadata=positive)  # the BiRNN state h_j, per direction
     encoder_layers: int = field(default=1, metadata=positive)  # BiRNN or Transformer layers
     decoder_hidden: int = field(default=512, metadata=positive)  # the decoder's state s_i
     # F(s_{i-1}, h_j): additive (Bahdanau), dot, general (Luong), scaled_dot, or none (fixed context)
@@ -91,9 +81,13 @@ class ModelConfig:
     readout_size: int = field(default=256, metadata=positive)  # deep output layer before the softmax
     input_feeding: bool = True  # feed the previous readout into the next decoder step
     tie_embeddings: bool = False  # share target embeddings with the output layer
-    dropout: float = field(default=0.2, metadata=probability)  # Transformer: embeddings, residuals
+    # RNN: on embeddings, between encoder layers and on the readout; Transformer: on embeddings
+    # and residuals
+    dropout: float = field(default=0.2, metadata=probability)
+
     # Transformer only (the RNN ignores these):
-    decoder_layers: int = field(default=1, metadata=positive)
+
+    decoder_layers: int = field(default=1, metadata=positive)  # decoder layers (the RNN's has one)
     d_model: int = field(default=256, metadata=positive)  # width of embeddings and every layer
     heads: int = field(default=4, metadata=positive)  # attention heads; d_model / heads each
     ff_size: int = field(default=1024, metadata=positive)  # the feed-forward sublayer's inner width
@@ -120,25 +114,26 @@ class TrainingConfig:
     max_length: int = field(default=50, metadata=positive)  # drop longer training pairs (tokens)
     optimizer: Literal["adam", "adamw"] = "adam"  # adamw: weight decay decoupled from the gradient
     # Adam's (beta1, beta2); Transformers usually train with [0.9, 0.98] (Vaswani et al., 2017)
-    adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.999], metadata=_check(
+    adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.999], metadata=check(
         lambda v: len(v) == 2 and all(0 <= b < 1 for b in v), "two numbers in [0, 1), e.g. [0.9, 0.98]"))
     lr: float = field(default=1e-3, metadata=positive)  # the peak learning rate
     weight_decay: float = field(default=0.0, metadata=non_negative)  # L2 penalty (decoupled with adamw)
-    # plateau: lr × plateau_factor after plateau_patience validations without a new best;
+    # plateau: lr × plateau_factor once more than plateau_patience validations bring no new best;
     # warmup_decay: linear warm-up, then inverse square root decay (Vaswani et al., 2017)
     schedule: Literal["constant", "plateau", "warmup_decay"] = "plateau"
-    warmup_steps: int = field(default=500, metadata=non_negative)  # warmup_decay
-    # plateau: lr multiplier after plateau_patience bad validations
+    warmup_steps: int = field(default=500, metadata=non_negative)  # warmup_decay: updates of warm-up
+    # plateau: the lr is multiplied by this when it drops (never below min_lr)
     plateau_factor: float = field(default=0.5, metadata=probability)
-    plateau_patience: int = field(default=1, metadata=non_negative)  # validations without gain
+    # plateau: validations without a new best that are tolerated; the lr drops at the next one
+    plateau_patience: int = field(default=1, metadata=non_negative)
     min_lr: float = field(default=1e-5, metadata=non_negative)  # the learning rate never falls below this
     clip_norm: float = field(default=1.0, metadata=positive)  # gradients are clipped to this global norm
     # mass spread over the other tokens (Szegedy et al., 2016)
     label_smoothing: float = field(default=0.1, metadata=probability)
     # Word dropout (Sennrich & Zhang, 2019): each source token of a training batch becomes <unk>
-    # with this probability (nmt/training/word_dropout.py); the target one for the decoder's inputs.
+    # with this probability (nmt/training/word_dropout.py).
     src_word_dropout: float = field(default=0.0, metadata=probability)
-    # the same for the decoder's inputs (the previous target token)
+    # the same for the target tokens the decoder reads (its previous outputs, teacher-forced)
     tgt_word_dropout: float = field(default=0.0, metadata=probability)
     # Guided alignment (nmt/align/guided.py): weight of a loss pulling the attention toward
     # eflomal's links of the training pairs (OpenNMT-py's lambda_align, 0.05); 0: off
@@ -152,18 +147,19 @@ class TrainingConfig:
     # Stop after this many minutes of training (wall clock, validation included): runs compared
     # "in the same minutes" get the same budget whatever their speed per step.
     max_minutes: Optional[float] = field(default=None, metadata=positive)
-    validate_every: int = field(default=500, metadata=positive)  # steps
-    checkpoint_every: int = field(default=500, metadata=positive)  # steps
+    validate_every: int = field(default=500, metadata=positive)  # updates between dev validations
+    checkpoint_every: int = field(default=500, metadata=positive)  # updates between saves of last.pt
     # Also keep the weights of the last N checkpoints as checkpoints/step_NNNNNN.pt, each with its
-    # dev score, for checkpoint averaging (scripts/average_checkpoints.py); 0: best/last only.
+    # dev score, for checkpoint averaging (nmt/checkpoints/averaging.py, eval.average,
+    # scripts/average_checkpoints.py); 0: best/last only.
     keep_checkpoints: int = field(default=0, metadata=non_negative)
     early_stopping_metric: Literal["bleu", "loss"] = "bleu"  # dev score that picks best.pt
-    patience: int = field(default=4, metadata=positive)  # validations without a new best
-    log_every: int = field(default=50, metadata=positive)  # steps between TensorBoard points
+    patience: int = field(default=4, metadata=positive)  # stop after this many validations without a new best
+    log_every: int = field(default=50, metadata=positive)  # updates between TensorBoard points
     on_nan: Literal["stop", "skip"] = "skip"  # a non-finite loss: stop the run or skip the batch
     # stop when more batches than this had a non-finite loss
     max_skipped_batches: int = field(default=20, metadata=non_negative)
-    examples: int = field(default=3, metadata=non_negative)  # dev sentences shown with attention
+    examples: int = field(default=3, metadata=non_negative)  # dev sentences shown in TensorBoard
     # A gold alignment file (the shared format): dev pairs it holds are shown first, with their
     # gold links marked on a forced-decoding heatmap (nmt/training/examples.py); missing: a warning
     examples_gold: Optional[str] = None
@@ -179,7 +175,7 @@ class SearchConfig:
 
     beam_size: int = field(default=5, metadata=positive)  # hypotheses kept per sentence; 1 is greedy search
     length_penalty: float = field(default=1.0, metadata=non_negative)  # GNMT alpha; 0 = none
-    max_length_ratio: float = field(default=2.0, metadata=positive)  # output <= ratio*src + 10
+    max_length_ratio: float = field(default=2.0, metadata=positive)  # output ≤ ratio × source + 10 tokens
     n_best: int = field(default=1, metadata=positive)  # translations returned per sentence (<= beam_size)
     replace_unk: bool = False  # replace <unk> by the most-attended source token
     batch_size: int = field(default=64, metadata=positive)  # sentences per decoding batch
@@ -187,9 +183,10 @@ class SearchConfig:
 
 @dataclass
 class EvalConfig:
-    """What `make eval` scores (nmt/checkpoints/choose.py) and on which split."""
+    """Which checkpoint(s) `make eval`, `make translate` and `make align` use
+    (nmt/checkpoints/choose.py), and the split `make eval` scores."""
 
-    split: Literal["dev", "test"] = "test"  # the prepared split translated and scored
+    split: Literal["dev", "test"] = "test"  # the prepared split `make eval` translates and scores
     checkpoint: Literal["best", "last"] = "best"  # the run's best (dev) or last checkpoint
     # Score the average of the last or best N kept checkpoints ("last:5", "best:5"; needs
     # training.keep_checkpoints >= N); writes results.average_last5.json etc.

@@ -33,9 +33,10 @@ from torch import Tensor
 
 from nmt.config.schema import SearchConfig
 from nmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from nmt.errors import NMTError
 from nmt.decoding.finished import FinishedPool
 from nmt.decoding.hypothesis import Hypothesis, length_penalty
+from nmt.errors import NMTError
+
 
 def max_output_lengths(src_lengths: Tensor, ratio: float) -> Tensor:
     """ceil(ratio * source length) + 10 decoding steps per sentence, </s> included."""

@@ -11,8 +11,8 @@ from typing import TextIO
 
 import numpy as np
 
-from nmt.io import atomic_write, atomic_write_json
 from nmt.decoding.translator import Translation, Translator
+from nmt.io import atomic_write, atomic_write_json
 
 log = logging.getLogger(__name__)
 

@@ -32,8 +32,7 @@ import yaml
 
 from nmt.align.aligner import AttentionAligner
 from nmt.align.links import parse_pairs
-from nmt.checkpoints.choose import choose_checkpoints, load_ensemble
-from nmt.checkpoints.file import load_checkpoint, model_from_checkpoint
+from nmt.checkpoints.choose import choose_checkpoints, load_chosen
 from nmt.config.loader import build_config
 from nmt.config.schema import Config, SearchConfig
 from nmt.data.subword import (
@@ -52,7 +51,6 @@ from nmt.decoding.search import replace_unknowns
 from nmt.decoding.translate import alignment_heads, attention_layers, decode_ids
 from nmt.errors import NMTError
 from nmt.model import MAX_SOURCE_TOKENS, has_alignment
-from nmt.runtime import pick_device
 
 log = logging.getLogger(__name__)
 
@@ -117,31 +115,21 @@ class Translator:
         """Load a checkpoint; a missing, corrupt or incompatible one is an NMTError.
         `device`: auto (CUDA when there is one), cpu or cuda. `architecture`: the model family
         the caller's config names; a checkpoint of the other family is an NMTError."""
-        checkpoint = load_checkpoint(path)
-        model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, str(path), architecture)
-        device = pick_device(device)
-        translator = cls(model.to(device), config, src_vocab, tgt_vocab, search, device,
-                         keep_attention, checkpoint.get("subword"))
-        translator.progress = dict(checkpoint.get("progress") or {})
-        translator.checkpoint = Path(path)
-        translator.checkpoints = [Path(path)]
-        return translator
+        return cls.from_checkpoints([path], search, device, keep_attention, architecture)
 
     @classmethod
     def from_checkpoints(cls, paths: list[str | Path], search: SearchConfig | None = None,
                          device: str = "auto", keep_attention: bool = False,
                          architecture: str | None = None) -> Translator:
-        """One checkpoint, or several decoding as an ensemble (nmt/model/ensemble.py); the first
-        one's config fixes the segmentation and its progress is reported."""
-        if len(paths) == 1:
-            return cls.from_checkpoint(paths[0], search, device, keep_attention, architecture)
-        model, config, src_vocab, tgt_vocab, checkpoints = load_ensemble(paths)
-        device = pick_device(device)
-        translator = cls(model.to(device), config, src_vocab, tgt_vocab, search, device,
-                         keep_attention, checkpoints[0].get("subword"))
-        translator.progress = dict(checkpoints[0].get("progress") or {})
-        translator.checkpoint = Path(paths[0])
-        translator.checkpoints = [Path(p) for p in paths]
+        """One checkpoint, or several decoding as an ensemble (nmt/model/ensemble.py), loaded by
+        nmt/checkpoints/choose.py; the first one's config fixes the segmentation and its
+        progress is reported."""
+        loaded = load_chosen(paths, device, architecture)
+        translator = cls(loaded.model, loaded.config, loaded.src_vocab, loaded.tgt_vocab, search,
+                         loaded.device, keep_attention, loaded.subwords)
+        translator.progress = loaded.progress
+        translator.checkpoint = loaded.paths[0]
+        translator.checkpoints = loaded.paths
         return translator
 
     @classmethod
@@ -199,13 +187,11 @@ class Translator:
         """Every decoder layer's every head over the source, rows and columns as in
         `translation.attention`: (layers, heads, T, S); None for a model with one attention
         (the recurrent one) or a translation without attention."""
-        if translation.attention is None:
-            return None
+        if translation.attention is None or not self._several_heads():
+            return None  # one attention: the heatmap shows it already
         src, tgt = translation.source_ids, translation.target_ids
         rows = len(translation.attention) if not self.subword else len(tgt) + 1
         layers = attention_layers(self.model, src, tgt, rows, self.device)  # (L, H, T', S')
-        if layers.shape[:2] == (1, 1):  # one attention: the heatmap shows it already
-            return None
         if self.subword:  # pieces → whole words, as the attention shown
             pieces, src_pieces = self.tgt_vocab.decode(tgt), self.src_vocab.decode(src)
             layers = np.stack([[merge_attention(head, pieces, src_pieces) for head in layer]
@@ -240,7 +226,7 @@ class Translator:
         best_tokens, best_text = outputs[0]
         attention = hyps[0].attention if self.keep_attention else None
         source_ids = self.src_vocab.encode(src_tokens)
-        heads = None if attention is None else alignment_heads(
+        heads = None if attention is None or not self._several_heads() else alignment_heads(
             self.model, source_ids, hyps[0].tokens, len(attention), self.device)
         if self.subword:  # what users see is whole words
             if heads is not None:
@@ -249,6 +235,11 @@ class Translator:
         return Translation(best_text, best_tokens, src_tokens, attention, hyps[0].score,
                            [(text, hyp.score) for (_, text), hyp in zip(outputs, hyps)], heads,
                            source_ids, hyps[0].tokens)
+
+    def _several_heads(self) -> bool:
+        """Whether the model attends with more than one head or layer (a Transformer): only then
+        is a teacher-forced pass for every head worth its cost (~12 ms a sentence)."""
+        return getattr(self.model, "attention_grid", (1, 1)) != (1, 1)
 
     @property
     def architecture(self) -> str:

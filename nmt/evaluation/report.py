@@ -138,6 +138,7 @@ def _run_row(run: Path) -> tuple[dict, dict | None] | None:
         return None
     row = {key: None for key, _ in COLUMNS} | {"name": run.name, "run": run.name}
     row["machine"] = machine(summary)
+    row["summary"] = summary is not None  # a training that ended and said where it ran
     if summary is not None:
         row.update({"parameters": summary.get("parameters"), "step": summary.get("step"),
                     "train_seconds": summary.get("train_seconds"),

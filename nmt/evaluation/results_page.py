@@ -27,9 +27,10 @@ def machine_tables(rows: list[dict]) -> str:
 
 
 def update_results_page(path: str | Path, rows: list[dict]) -> bool:
-    """Rewrite the generated part of `path` from `rows`; False (file untouched) without rows."""
+    """Rewrite the generated part of `path` from `rows`; False (file untouched) when no row is
+    a run with a train_summary.json (an empty or half-copied runs/ never wipes the tables)."""
     path = Path(path)
-    if not rows:
+    if not any(row.get("summary") for row in rows):
         return False
     text = path.read_text(encoding="utf-8") if path.is_file() else f"{BEGIN}\n{END}\n"
     start, end = text.find(BEGIN), text.find(END)

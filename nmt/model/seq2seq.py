@@ -54,6 +54,9 @@ class Seq2Seq(nn.Module):
         readout, state, weights = self.decoder.step(self.tgt_embed(prev_tokens), state, memory)
         return F.log_softmax(self.output_layer(readout), dim=-1), state, weights
 
+    # (decoder layers, heads) of the attention over the source: one attention
+    attention_grid = (1, 1)
+
     @torch.no_grad()
     def attention_heads(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor | None:
         """The attention as (B, layers, heads, T, S), like the Transformer's: one layer, one head;

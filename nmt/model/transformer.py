@@ -128,6 +128,11 @@ class Transformer(nn.Module):
         states, weights = self._decode(tgt_in, self.encode(src, src_lengths), all_layers=False)
         return self.output_layer(states), weights[self.alignment_layer].mean(dim=1)
 
+    @property
+    def attention_grid(self) -> tuple[int, int]:
+        """(decoder layers, heads) of the cross-attention."""
+        return len(self.decoder_layers), self.heads
+
     @torch.no_grad()
     def attention_heads(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
         """Cross-attention of every decoder layer and head: (B, layers, heads, T, S)."""

@@ -1,4 +1,5 @@
-"""The trained runs a request may name: folders right under runs/, loaded once and shared."""
+"""The trained runs a request may name: folders right under runs/, loaded once and shared
+(each behind a Batcher, so that requests arriving together share a search)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
+from nmt.serve.batcher import Batcher
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +25,7 @@ class UnknownRun(NMTError):
 class RunRegistry:
     def __init__(self, runs_dir: str | Path, default_run: str, device: str = "cpu"):
         self.runs_dir, self.default_run, self.device = Path(runs_dir), default_run, device
-        self._loaded: dict[str, Translator] = {}
+        self._loaded: dict[str, Batcher] = {}
         self._lock = threading.Lock()
 
     def names(self) -> list[str]:
@@ -36,8 +38,9 @@ class RunRegistry:
         checkpoints = run / "checkpoints"
         return (run / "config.yaml").is_file() and checkpoints.is_dir() and any(checkpoints.glob("*.pt"))
 
-    def get(self, name: str | None = None) -> Translator:
-        """The run's Translator, loaded on first use (one load even when requests race)."""
+    def get(self, name: str | None = None) -> Batcher:
+        """The run's Translator (`.translator`) behind its Batcher, loaded on first use (one load
+        even when requests race)."""
         name = name or self.default_run
         if not RUN_NAME.fullmatch(name) or ".." in name:
             raise UnknownRun(f"run {name!r}: a run is named by its folder under runs/ "
@@ -47,7 +50,12 @@ class RunRegistry:
                 if name not in self._loaded:
                     if not self._trained(self.runs_dir / name):
                         raise UnknownRun(f"run {name!r}: no trained run of that name under "
-                                         f"{self.runs_dir}/ (trained: {', '.join(self.names()) or 'none'})")
+                                         f"{self.runs_dir}/ (trained: {', '.join(self.names()) or 'none'}"
+                                         f"; `make train` makes one)")
                     log.info("loading run %s", name)
-                    self._loaded[name] = Translator.from_run(self.runs_dir / name, self.device)
+                    translator = Translator.from_run(self.runs_dir / name, self.device)
+                    # Shared by threads: decoding restores the mode it found, so eval stays eval
+                    # and no request ever sees another switch dropout on.
+                    translator.model.eval()
+                    self._loaded[name] = Batcher(translator)
         return self._loaded[name]

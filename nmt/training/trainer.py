@@ -123,6 +123,10 @@ class Trainer:
                         mininterval=0.5 if sys.stderr.isatty() else 60)  # a log file: a line a minute
         self.clock = Clock()
         self.validated_at = self.saved_at = self.progress.step
+        # A run resumed with its minutes spent (`make eval` reruns `make train`) ends at once,
+        # without one more step and validation; every rank resumed the same progress.
+        self.time_is_up = (self.training.max_minutes is not None
+                           and self.progress.train_seconds >= 60 * self.training.max_minutes)
         self.trained.train()
         while not self.finished() and not self.interrupted:
             if self.run_epoch(stop):

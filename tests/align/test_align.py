@@ -3,15 +3,21 @@ grow-diag-final-and."""
 
 from __future__ import annotations
 
+import runpy
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from nmt.align.extract import extract_links
 from nmt.align.links import format_links, join_units, parse_links, parse_pairs, read_gold
-from nmt.align.metrics import score_alignments
+from nmt.align.metrics import paired_bootstrap, score_alignments
+from nmt.align.stage import AlignOptions, AlignResult, write_evaluation
 from nmt.align.symmetrize import grow_diag_final_and
 from nmt.align.units import coverage, merge_rows, project_source
 from nmt.errors import NMTError
+from nmt.evaluation.report import collect_runs, format_table
 
 # A hand-made gold line in the shared format (not taken from the shared file).
 GOLD_LINE = "t-1\t汤 姆 喜 欢 猫 。\tTom likes cats .\t0-0 1-0 2-1 3-1 4-2 5-3\t"
@@ -125,8 +131,6 @@ def test_grow_diag_final_and_by_hand():
 
 
 def test_report_shows_aer(tmp_path):
-    from nmt.evaluation.report import collect_runs, format_table
-
     (tmp_path / "dot" / "checkpoints").mkdir(parents=True)
     (tmp_path / "dot" / "alignment.json").write_text('{"aer": 0.4123, "aligner": "attention"}')
     (tmp_path / "eflomal-char").mkdir()
@@ -139,9 +143,6 @@ def test_report_shows_aer(tmp_path):
 
 
 def test_alignment_json_keeps_every_evaluation_of_one_checkpoint(tmp_path):
-    from nmt.align.stage import AlignResult, write_evaluation
-    from nmt.evaluation.report import collect_runs
-
     path = tmp_path / "run" / "alignment.json"
     (tmp_path / "run" / "checkpoints").mkdir(parents=True)
     gold = "gold.tsv"
@@ -174,8 +175,6 @@ def test_alignment_json_keeps_every_evaluation_of_one_checkpoint(tmp_path):
 
 
 def test_options_pick_a_method_per_aligner():
-    from nmt.align.stage import AlignOptions
-
     attention, eflomal = AlignOptions("attention"), AlignOptions("eflomal")
     attention.check()
     eflomal.check()
@@ -187,8 +186,6 @@ def test_options_pick_a_method_per_aligner():
 
 
 def test_paired_bootstrap_tells_a_real_difference_from_luck():
-    from nmt.align.metrics import paired_bootstrap
-
     sure = [{(0, 0), (1, 1)} for _ in range(30)]
     possible = [set() for _ in sure]
     perfect, half = [set(s) for s in sure], [{(0, 0)} for _ in sure]
@@ -204,10 +201,6 @@ def test_paired_bootstrap_tells_a_real_difference_from_luck():
 
 
 def test_compare_alignments_script(tmp_path, monkeypatch, capsys):
-    import runpy
-    import sys
-    from pathlib import Path
-
     gold = tmp_path / "gold.tsv"
     gold.write_text(GOLD_LINE + "\n" + GOLD_LINE.replace("t-1", "t-2") + "\n", encoding="utf-8")
     good, bad = tmp_path / "good.links", tmp_path / "bad.links"

@@ -17,11 +17,12 @@ from random_checkpoint import single_thread, write_random_checkpoint
 from helpers import REPO
 from nmt.align.aligner import AttentionAligner
 from nmt.align.forced import forced_attention
-from nmt.align.links import parse_pairs
+from nmt.align.links import parse_pairs, read_pairs
+from nmt.align.statistical import align_with_eflomal, characters
 from nmt.data.vocab import BOS_ID
+from nmt.decoding.translate import translate_token_ids
 from nmt.errors import NMTError
 from nmt.model import build_model
-from nmt.decoding.translate import translate_token_ids
 
 
 
@@ -137,8 +138,6 @@ def test_a_chosen_layer_and_head_of_a_transformer(smoke):
 
 
 def test_pairs_split_at_newlines_only(tmp_path):
-    from nmt.align.links import read_pairs
-
     path = tmp_path / "pairs.tsv"
     path.write_bytes("汤姆\r喜欢猫。\tTom likes cats.\r\n我们\u2028想要茶。\tWe want tea.\n".encode())
     pairs = read_pairs(path)
@@ -221,8 +220,6 @@ def test_script_one_line_per_pair_gold_scores_and_bad_lines(tmp_path, smoke, mon
 
 def test_eflomal_aligns_a_tiny_corpus():
     pytest.importorskip("eflomal", reason="eflomal is installed by `make setup`")
-    from nmt.align.statistical import align_with_eflomal, characters
-
     assert characters(["汤姆", "有", "3", "DVD"]) == ["汤", "姆", "有", "3", "DVD"]
     words = {"汤姆": "Tom", "玛丽": "Mary", "猫": "cats", "狗": "dogs", "书": "books", "茶": "tea",
              "喜欢": "likes", "需要": "needs", "买": "buys"}

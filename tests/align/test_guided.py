@@ -16,9 +16,9 @@ from nmt.config.loader import load_config
 from nmt.data.batching import Example, collate
 from nmt.errors import NMTError
 from nmt.io import read_lines
-from nmt.training.loss import summed_loss
 from nmt.model import build_model
 from nmt.training.loop import train
+from nmt.training.loss import summed_loss
 
 
 

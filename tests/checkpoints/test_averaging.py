@@ -13,13 +13,13 @@ import torch
 from random_checkpoint import single_thread, write_random_checkpoint
 
 from helpers import REPO
+from nmt.checkpoints.averaging import average_checkpoints, average_weights, select_checkpoints
 from nmt.checkpoints.file import (keep_step_checkpoint, load_checkpoint, model_from_checkpoint,
                             save_checkpoint, step_checkpoints)
-from nmt.checkpoints.averaging import average_checkpoints, average_weights, select_checkpoints
 from nmt.config.loader import build_config
+from nmt.decoding.translate import decode_ids
 from nmt.errors import NMTError
 from nmt.training.loop import train
-from nmt.decoding.translate import decode_ids
 
 
 

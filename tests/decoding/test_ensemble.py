@@ -16,14 +16,16 @@ import torch
 from random_checkpoint import single_thread, write_random_checkpoint
 
 from helpers import REPO
+from nmt.checkpoints.choose import load_ensemble, split_checkpoint_arguments
 from nmt.checkpoints.file import load_checkpoint, model_from_checkpoint
 from nmt.config.loader import build_config
+from nmt.data.prepare import prepare
 from nmt.data.vocab import BOS_ID
-from nmt.checkpoints.choose import load_ensemble, split_checkpoint_arguments
-from nmt.model.ensemble import Ensemble
-from nmt.errors import NMTError
 from nmt.decoding.translate import decode_ids
 from nmt.decoding.translator import Translator
+from nmt.errors import NMTError
+from nmt.evaluation.evaluate import evaluate
+from nmt.model.ensemble import Ensemble
 
 SOURCES = [[4, 5, 6, 7], [8, 9], [4, 12, 10, 11, 5, 6], [7]]  # ids of SRC_WORDS
 
@@ -105,9 +107,6 @@ def test_checkpoint_arguments_repeat_or_take_commas():
 
 
 def test_translator_and_evaluate_with_an_ensemble(smoke_config, two_checkpoints):
-    from nmt.evaluation.evaluate import evaluate
-    from nmt.data.prepare import prepare
-
     translator = Translator.from_checkpoints(two_checkpoints, search=smoke_config.search, device="cpu")
     assert isinstance(translator.model, Ensemble) and translator.checkpoints == two_checkpoints
     assert len(translator.translate(["汤姆喜欢猫。", ""])) == 2
@@ -123,8 +122,6 @@ def test_translator_and_evaluate_with_an_ensemble(smoke_config, two_checkpoints)
 
 def test_evaluate_script_takes_several_checkpoints_and_records_itself(smoke_config, two_checkpoints,
                                                                       monkeypatch, capsys):
-    from nmt.data.prepare import prepare
-
     prepare(smoke_config)
     monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")  # the script sets it; undone after
     script = REPO / "scripts" / "evaluate.py"  # in this process: no second torch import

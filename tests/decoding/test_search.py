@@ -10,11 +10,11 @@ import torch
 
 from nmt.config.schema import ModelConfig, SearchConfig
 from nmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from nmt.errors import NMTError
-from nmt.model.decoder import DecoderState, Memory
-from nmt.model import build_model
 from nmt.decoding.hypothesis import length_penalty
 from nmt.decoding.search import beam_search, greedy_search, replace_unknowns, search
+from nmt.errors import NMTError
+from nmt.model import build_model
+from nmt.model.decoder import DecoderState, Memory
 from random_checkpoint import GrowingEos
 
 A, B, C, D = 4, 5, 6, 7  # the fake model's ordinary tokens

@@ -14,10 +14,9 @@ from random_checkpoint import single_thread, write_random_checkpoint
 
 from helpers import REPO
 from nmt.config.schema import Config
-from nmt.errors import NMTError
-from nmt.checkpoints.choose import configured_checkpoints, find_checkpoint
 from nmt.decoding.translate import translate_token_ids
 from nmt.decoding.translator import Translator
+from nmt.errors import NMTError
 from nmt.model import MAX_SOURCE_TOKENS
 
 
@@ -119,31 +118,6 @@ def test_missing_corrupt_and_incompatible_checkpoints(tmp_path, smoke, checkpoin
     torch.save(state, mismatched)
     with pytest.raises(NMTError, match="incompatible"):
         Translator.from_checkpoint(mismatched)
-
-
-def test_find_checkpoint_falls_back_to_last(smoke, checkpoint):
-    assert find_checkpoint(smoke) == checkpoint
-    last = checkpoint.rename(checkpoint.with_name("last.pt"))
-    assert find_checkpoint(smoke) == last
-    last.unlink()
-    with pytest.raises(NMTError, match="train this experiment first"):
-        find_checkpoint(smoke)
-
-
-def test_translate_and_eval_use_the_checkpoints_the_config_names(smoke, checkpoint):
-    """make translate translates with what make eval scores: eval.ensemble, eval.average, else
-    eval.checkpoint."""
-    folder = checkpoint.parent
-    last = write_random_checkpoint(folder / "last.pt", replace(smoke, seed=5))
-    assert configured_checkpoints(smoke) == [checkpoint]
-    assert configured_checkpoints(replace(smoke, eval=replace(smoke.eval, checkpoint="last"))) == [last]
-    ensemble = replace(smoke, eval=replace(smoke.eval, ensemble=[str(last), str(checkpoint)]))
-    assert configured_checkpoints(ensemble) == [last, checkpoint]
-    for step in (10, 20, 30):
-        write_random_checkpoint(folder / f"step_{step:06d}.pt", replace(smoke, seed=step), step=step)
-    averaged = configured_checkpoints(replace(smoke, eval=replace(smoke.eval, average="last:2")))
-    assert averaged == [folder / "average_last2.pt"] and averaged[0].is_file()
-    assert Translator.from_checkpoints(averaged, device="cpu").translate(["我 喜欢 猫"])
 
 
 def test_replace_unk_needs_attention(tmp_path, smoke):

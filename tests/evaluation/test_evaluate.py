@@ -13,12 +13,12 @@ import sacrebleu
 from random_checkpoint import single_thread, write_random_checkpoint
 
 from helpers import REPO
+from nmt.data.prepare import prepare
 from nmt.data.vocab import Vocab
 from nmt.errors import NMTError
 from nmt.evaluation.evaluate import evaluate, format_results
-from nmt.io import read_lines
-from nmt.data.prepare import prepare
 from nmt.evaluation.report import COLUMNS, collect_runs, format_table
+from nmt.io import read_lines
 
 
 

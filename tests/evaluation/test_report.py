@@ -170,4 +170,8 @@ def test_results_page_is_left_alone_without_runs(tmp_path):
     page = tmp_path / "results.md"
     page.write_text("hand-written\n")
     assert not update_results_page(page, collect_runs(tmp_path / "no_runs"))
+    _write(tmp_path / "runs" / "eflomal-char" / "alignment.json", {"aer": 0.15})  # no training
+    _write(tmp_path / "runs" / "copied" / "results.json", _results(20.0, 40.0))
+    assert len(collect_runs(tmp_path / "runs")) == 2
+    assert not update_results_page(page, collect_runs(tmp_path / "runs"))
     assert page.read_text() == "hand-written\n"

@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from random_checkpoint import single_thread
-from nmt.serve.app import create_app
+from nmt.serve.app import BadRequest, create_app, parse_query
 
 
 @pytest.fixture
@@ -80,3 +80,11 @@ def test_concurrent_requests_share_one_model(client, registry):
     alone = client.get("/api/translate", params={"text": texts[0]}).json()
     assert answers[0].json()["translation"] == alone["translation"]  # no request disturbed another
     assert len(registry._loaded) == 1  # loaded once
+
+
+def test_the_query_is_strict_utf8_whether_escaped_or_raw():
+    assert parse_query("text=汤姆&beam=3".encode()) == {"text": "汤姆", "beam": "3"}
+    assert parse_query(b"text=%E6%B1%A4%E5%A7%86") == {"text": "汤姆"}
+    for raw in (b"text=%FF", b"text=\xff\xfe", b"beam=%C3"):
+        with pytest.raises(BadRequest, match="not valid UTF-8"):
+            parse_query(raw)

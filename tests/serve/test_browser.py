@@ -1,5 +1,9 @@
-"""The page in a real browser: headless Chromium (Debian's) driven by Playwright types a
-sentence, waits for the heatmap, hovers an English word and checks what lights up."""
+"""The page in a real browser: headless Chromium (Debian's) driven by Playwright types two
+sentences, waits for the heatmaps, hovers an English word and checks what lights up.
+
+docs/serve.png is this test's screenshot, taken with a trained run:
+    NMT_SCREENSHOT=docs/serve.png NMT_SCREENSHOT_RUN=runs/bahdanau .venv/bin/python -m pytest tests/serve/test_browser.py
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import uvicorn
 
 from helpers import REPO
 from nmt.serve.app import create_app
+from nmt.serve.runs import RunRegistry
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # The flags that keep Chromium off the network on a closed machine, as root, without a GPU.
@@ -26,7 +31,11 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def server(registry):
-    """The app on a free loopback port, in a thread, until the test ends."""
+    """The app on a free loopback port, in a thread, until the test ends: the random runs, or
+    the trained run NMT_SCREENSHOT_RUN names (for the docs' screenshot)."""
+    if os.environ.get("NMT_SCREENSHOT_RUN"):
+        run = Path(os.environ["NMT_SCREENSHOT_RUN"]).resolve()
+        registry = RunRegistry(run.parent, run.name, device="cpu")
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -43,7 +52,9 @@ def server(registry):
     thread.join(10)
 
 
-def test_type_translate_hover_and_see_the_attention(server, tmp_path):
+@pytest.fixture
+def page(server):
+    """A fresh headless Chromium tab on the page (a fresh profile: launch() makes one)."""
     if not Path(CHROMIUM).is_file():
         if os.environ.get("CI"):
             pytest.fail(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium")
@@ -54,29 +65,55 @@ def test_type_translate_hover_and_see_the_attention(server, tmp_path):
         try:
             page = browser.new_page(viewport={"width": 1100, "height": 700})
             page.goto(server)
-            page.fill("#text", "汤姆喜欢猫。")
-            page.click("#go")
-            page.wait_for_selector("table.heatmap td.cell", timeout=30_000)
-
-            translation = page.inner_text(".translation")
-            assert translation.strip(), "no translation on the page"
-            sources = page.locator(".links .row.source .token").all_inner_texts()
-            assert sources == ["汤姆", "喜欢", "猫", "。"]  # the Chinese labels
-            assert page.locator("table.heatmap thead th[data-source]").count() == 4
-            assert page.evaluate("document.fonts.check('16px NmtCJK', '汤姆')")
-            page.wait_for_function("document.fonts.status === 'loaded'")
-            assert page.evaluate("[...document.fonts].some(f => f.family.includes('NmtCJK') && f.status === 'loaded')")
-
-            page.hover(".links .row.target .token[data-target='0']")
-            lit = page.locator(".links .row.source .token.highlight").all_inner_texts()
-            assert lit and set(lit) <= set(sources), "hovering an English word lit no Chinese word"
-            assert page.locator("table.heatmap tbody th.active").count() == 1
-            assert page.locator(".links svg line").count() >= 1  # the word links are drawn
-            shot = Path(os.environ.get("NMT_SCREENSHOT") or tmp_path / "serve.png")
-            page.screenshot(path=str(shot), full_page=True)
-            assert shot.stat().st_size > 10_000
+            page.wait_for_selector("#run option", state="attached")  # the runs are listed
+            yield page
         finally:
             browser.close()
+
+
+def test_type_translate_hover_and_see_the_attention(page, tmp_path):
+    page.fill("#text", "我喜欢音乐。\n这本书很有意思。")
+    page.click("#go")
+    page.wait_for_selector("table.heatmap td.cell", timeout=30_000)
+    assert page.locator(".line").count() == 2  # one section per input line
+    first = page.locator(".line").first
+
+    assert first.locator(".translation").inner_text().strip(), "no translation on the page"
+    sources = first.locator(".links .row.source .token").all_inner_texts()
+    assert sources == ["我", "喜欢", "音乐", "。"]  # the Chinese labels
+    assert first.locator("table.heatmap thead th[data-source]").count() == 4
+    page.wait_for_function("document.fonts.status === 'loaded'")
+    assert page.evaluate("[...document.fonts].some(f => f.family.includes('NmtCJK') && f.status === 'loaded')")
+    assert page.evaluate("document.fonts.check('16px NmtCJK', '音乐')")
+
+    first.locator(".links .row.target .token[data-target='0']").hover()
+    lit = first.locator(".links .row.source .token.highlight").all_inner_texts()
+    assert lit and set(lit) <= set(sources), "hovering an English word lit no Chinese word"
+    assert first.locator("table.heatmap tbody th.active").count() == 1
+    assert first.locator(".links svg line").count() >= 1  # the word links are drawn
+    shot = Path(os.environ.get("NMT_SCREENSHOT") or tmp_path / "serve.png")
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+
+
+def test_a_transformer_gets_a_layer_and_head_picker_and_errors_show(page):
+    if os.environ.get("NMT_SCREENSHOT_RUN"):
+        pytest.skip("the screenshot's run is the only one served")
+    page.select_option("#run", "transformer")
+    page.fill("#text", "汤姆喜欢猫。")
+    page.click("#go")
+    page.wait_for_selector(".pickers select.layer", timeout=30_000)
+    colours = "[...document.querySelectorAll('td.cell')].map(c => c.style.background).join()"
+    average = page.evaluate(colours)
+    page.select_option(".pickers select.layer", "0")
+    page.select_option(".pickers select.head", "1")
+    assert page.evaluate(colours) != average  # one head is not the average of two
+    assert "transformer" in page.inner_text("#status")
+
+    page.fill("#text", "")  # the server says what is wrong; the page shows it
+    page.click("#go")
+    page.wait_for_selector("#status.error")
+    assert "text is empty" in page.inner_text("#status")
 
 
 def test_the_page_loads_nothing_from_outside():

@@ -14,13 +14,12 @@ import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-import nmt.training.loop
 import nmt.training.trainer
 from helpers import REPO
 from nmt.checkpoints.file import load_checkpoint
 from nmt.errors import NMTError
 from nmt.training.loop import train
-
+from nmt.training.run_dir import config_differences
 
 
 def with_training(config, **changes):
@@ -54,6 +53,9 @@ def test_smoke_training_writes_checkpoints_curves_and_pictures(smoke_config, mon
     assert (run_dir / "config.yaml").is_file()
     summary = json.loads((run_dir / "train_summary.json").read_text())
     assert summary["step"] == 40 and summary["finished"] and summary["best_dev_bleu"] is not None
+    # the machine it ran on, for make report's tables per machine
+    assert summary["cpu"] and summary["device"] in ("cpu", "cuda") and summary["dtype"] == "float32"
+    assert summary["threads"] >= 1
 
     events = EventAccumulator(str(run_dir / "tensorboard"), size_guidance={"images": 0}).Reload()
     scalars = set(events.Tags()["scalars"])
@@ -111,9 +113,11 @@ def test_bf16_autocast_trains_on_the_cpu_and_keeps_float32_weights(smoke_config,
 
     monkeypatch.setattr(nmt.training.trainer, "summed_loss", spy)
     config = with_training(smoke_config, max_steps=15, validate_every=100, bf16=True)
-    bf16 = final_parameters(train(config))
+    run_dir = train(config)
+    bf16 = final_parameters(run_dir)
     assert set(autocast_dtypes) == {torch.bfloat16}
     assert {tensor.dtype for tensor in bf16.values()} == {torch.float32}
+    assert json.loads((run_dir / "train_summary.json").read_text())["dtype"] == "bfloat16"
 
     bf16_losses = losses[:]
     autocast_dtypes.clear(), losses.clear()
@@ -232,11 +236,15 @@ def test_max_minutes_ends_the_run_and_the_command_is_recorded(smoke_config):
     assert 0 < summary["cpu_seconds"] and summary["threads"] == 1
     assert (run_dir / "commands.txt").read_text().rstrip().endswith(
         "python scripts/train.py configs/smoke.yaml")
+    # Rerun with its minutes spent (as `make eval` reruns `make train`): no step, no validation.
+    last = (run_dir / "checkpoints" / "last.pt").stat().st_mtime_ns
+    train(config)
+    again = json.loads((run_dir / "train_summary.json").read_text())
+    assert again["step"] == summary["step"] and again["finished"]
+    assert (run_dir / "checkpoints" / "last.pt").stat().st_mtime_ns == last
 
 
 def test_a_run_saved_before_a_key_existed_resumes_when_the_key_keeps_its_default(smoke_config):
-    from nmt.training.run_dir import config_differences
-
     saved = smoke_config.to_dict()
     del saved["model"]["architecture"], saved["training"]["src_word_dropout"]  # an older schema
     assert config_differences(saved, smoke_config.to_dict()) == []

@@ -7,7 +7,6 @@ from dataclasses import replace
 import pytest
 import torch
 
-import nmt.training.loop
 import nmt.training.trainer
 import nmt.training.validate
 from nmt.data.batching import Example, collate

@@ -29,9 +29,14 @@ async function translate(event) {
   });
   $("status").className = "";
   $("status").textContent = "translating…";
-  const response = await fetch(`/api/translate?${query}`);
-  const answer = await response.json();
-  if (!response.ok) {
+  let response, answer;
+  try {
+    response = await fetch(`/api/translate?${query}`);
+    answer = await response.json();
+  } catch (error) {  // the server is gone, or answered something that is not JSON
+    answer = { error: `no answer from the server (${error.message})` };
+  }
+  if (!response || !response.ok || answer.error) {
     $("status").className = "error";
     $("status").textContent = answer.error || JSON.stringify(answer.detail);
     return;
@@ -43,11 +48,12 @@ async function translate(event) {
 function drawLine(line) {
   const box = element("section", { class: "line" });
   box.append(element("p", { class: "translation" }, line.translation));
-  const nbest = element("ol", { class: "nbest" });
+  const nbest = element("ol", { class: "nbest", start: 2 });  // the best one is the line above
   for (const { text, score } of line.nbest.slice(1)) nbest.append(element("li", {}, `${text} (${score})`));
   box.append(nbest);
-  if (!line.attention) {
-    box.append(element("p", {}, "This model has no attention (model.attention = none)."));
+  if (!line.attention) {  // a line of nothing the model reads has no attention either
+    box.append(element("p", {}, line.source_tokens.length ? "This model has no attention (model.attention = none)."
+                                                          : "Nothing to translate on this line."));
     return box;
   }
   const views = element("div", { class: "views" });
