@@ -21,6 +21,7 @@ Ways in: `Translator.from_run(run_dir)` (the checkpoint `make eval` scores), `fr
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,12 +29,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import yaml
 
 from nmt.align.aligner import AttentionAligner
 from nmt.align.links import parse_pairs
 from nmt.checkpoints.choose import choose_checkpoints, load_chosen
-from nmt.config.loader import build_config
+from nmt.config.loader import load_config
 from nmt.config.schema import Config, SearchConfig
 from nmt.data.subword import (
     SubwordSegmenter,
@@ -153,7 +153,7 @@ class Translator:
         if not saved.is_file():
             raise NMTError(f"{run_dir}: not a run folder (no config.yaml); train one with "
                            f"`make train` or name a checkpoint with Translator.from_checkpoint")
-        config = build_config(yaml.safe_load(saved.read_text(encoding="utf-8")) or {}, str(saved))
+        config = load_config(saved)
         config = dataclasses.replace(config, runs_dir=str(run_dir.parent), name=run_dir.name)
         return cls.from_config(config, device=device, keep_attention=keep_attention)
 
@@ -206,10 +206,14 @@ class Translator:
         if len(zh_lines) != len(en_lines):
             raise NMTError(f"align: {len(zh_lines)} Chinese lines but {len(en_lines)} English lines")
         pairs = parse_pairs([f"{zh}\t{en}" for zh, en in zip(zh_lines, en_lines)], "align")
-        aligner = AttentionAligner(self.model, self.config, self.src_vocab, self.tgt_vocab,
-                                   self.device, subwords=self.subwords)
         posterior = hasattr(self.model, "posterior_attention")
-        return [sorted(soft.links(method)) for soft in aligner.soft(pairs, posterior=posterior)]
+        return [sorted(soft.links(method)) for soft in self._aligner.soft(pairs, posterior=posterior)]
+
+    @functools.cached_property
+    def _aligner(self) -> AttentionAligner:
+        """Made on the first `align`: its segmenters (and subword models) are built once."""
+        return AttentionAligner(self.model, self.config, self.src_vocab, self.tgt_vocab,
+                                self.device, subwords=self.subwords)
 
     def _translation(self, src_tokens: list[str], hyps: list[Hypothesis]) -> Translation:
         if not src_tokens:
