@@ -3,7 +3,9 @@
 The decoder's previous state s_{i-1} is the query; the encoder states h_1..h_n are the values
 and, once projected, the keys. A score function F gives weights a_ij = softmax_j F(s_{i-1}, h_j)
 and the context c_i = sum_j a_ij h_j. The modules hold no state between calls: the projected keys
-are computed once per sentence by `project_keys` and handed back in on every step.
+are computed once per sentence by `project_keys` and handed back in on every step. A query is one
+step's (B, Q) or, when the decoder has every state already (Luong's order without input feeding),
+all steps' (B, T, Q) at once.
 
     additive     F = v^T tanh(W s + U h)      Bahdanau et al. (2015)
     dot          F = s^T h                    Luong et al. (2015)
@@ -27,17 +29,21 @@ class Attention(nn.Module):
         """values (B, S, D) → keys (B, S, K), computed once per source sentence."""
         return values
 
-    def score(self, query: Tensor, keys: Tensor) -> Tensor:
-        """query (B, Q), keys (B, S, K) → unnormalised scores (B, S)."""
+    def score(self, queries: Tensor, keys: Tensor) -> Tensor:
+        """queries (B, T, Q), keys (B, S, K) → unnormalised scores (B, T, S)."""
         raise NotImplementedError
 
     def forward(
         self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor, summary: Tensor
     ) -> tuple[Tensor, Tensor | None]:
-        """Context (B, D) and weights (B, S); padding (mask False) gets exactly zero weight."""
-        scores = self.score(query, keys).masked_fill(~mask, float("-inf"))  # (B, S)
-        weights = torch.softmax(scores, dim=-1)  # (B, S)
-        context = torch.bmm(weights.unsqueeze(1), values).squeeze(1)  # (B, D)
+        """Query (B, Q) → context (B, D), weights (B, S); query (B, T, Q) → (B, T, D), (B, T, S).
+        Padding (mask False) gets exactly zero weight."""
+        queries = query.unsqueeze(1) if query.dim() == 2 else query  # (B, T, Q)
+        scores = self.score(queries, keys).masked_fill(~mask.unsqueeze(1), float("-inf"))  # (B, T, S)
+        weights = torch.softmax(scores, dim=-1)  # (B, T, S)
+        context = torch.bmm(weights, values)  # (B, T, D)
+        if query.dim() == 2:
+            return context.squeeze(1), weights.squeeze(1)
         return context, weights
 
 
@@ -53,9 +59,9 @@ class AdditiveAttention(Attention):
     def project_keys(self, values: Tensor) -> Tensor:
         return self.key_layer(values)  # (B, S, A)
 
-    def score(self, query: Tensor, keys: Tensor) -> Tensor:
-        projected_query = self.query_layer(query).unsqueeze(1)  # (B, 1, A)
-        return self.energy(torch.tanh(keys + projected_query)).squeeze(2)  # (B, S)
+    def score(self, queries: Tensor, keys: Tensor) -> Tensor:
+        projected = self.query_layer(queries).unsqueeze(2)  # (B, T, 1, A)
+        return self.energy(torch.tanh(keys.unsqueeze(1) + projected)).squeeze(3)  # (B, T, S)
 
 
 class DotAttention(Attention):
@@ -65,8 +71,8 @@ class DotAttention(Attention):
         super().__init__()
         self.scale = 1.0 / math.sqrt(size) if scaled else 1.0
 
-    def score(self, query: Tensor, keys: Tensor) -> Tensor:
-        return torch.bmm(keys, query.unsqueeze(2)).squeeze(2) * self.scale  # (B, S)
+    def score(self, queries: Tensor, keys: Tensor) -> Tensor:
+        return torch.bmm(queries, keys.transpose(1, 2)) * self.scale  # (B, T, S)
 
 
 class GeneralAttention(Attention):
@@ -79,8 +85,8 @@ class GeneralAttention(Attention):
     def project_keys(self, values: Tensor) -> Tensor:
         return self.key_layer(values)  # (B, S, Q)
 
-    def score(self, query: Tensor, keys: Tensor) -> Tensor:
-        return torch.bmm(keys, query.unsqueeze(2)).squeeze(2)  # (B, S)
+    def score(self, queries: Tensor, keys: Tensor) -> Tensor:
+        return torch.bmm(queries, keys.transpose(1, 2))  # (B, T, S)
 
 
 class NoAttention(Attention):
@@ -90,7 +96,9 @@ class NoAttention(Attention):
         return values[:, :0]  # (B, 0, D): nothing to look up
 
     def forward(self, query, keys, values, mask, summary):
-        return summary, None
+        if query.dim() == 2:
+            return summary, None
+        return summary.unsqueeze(1).expand(-1, query.size(1), -1), None  # (B, T, D)
 
 
 def make_attention(kind: str, query_size: int, value_size: int, hidden_size: int) -> Attention:

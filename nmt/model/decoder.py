@@ -9,6 +9,8 @@ Step i, given the previous word y_{i-1} and the previous state s_{i-1}:
 
 With `model.attention_query: current` (Luong's order) the RNN steps first, without c_i, and the
 new state s_i is the query: s_i = RNN([emb(y_{i-1}); r_{i-1}], s_{i-1}); c_i = attention(s_i, h).
+In that order and without input feeding nothing but s_{i-1} links a step to the one before, so
+teacher forcing runs the RNN over all positions in one call and attends with every s_i at once.
 """
 
 from __future__ import annotations
@@ -114,6 +116,24 @@ class Decoder(nn.Module):
     def forward(self, embedded: Tensor, state: DecoderState, memory: Memory
                 ) -> tuple[Tensor, Tensor | None]:
         """Teacher forcing: embedded targets (B, T, E) → readouts (B, T, R), weights (B, T, S)."""
+        if self.query_is_previous or self.input_feeding:
+            return self._forward_step_by_step(embedded, state, memory)
+        hidden = self._run_rnn(embedded, state)  # (B, T, H): s_1..s_T
+        contexts, weights = self._attend(hidden, memory)  # (B, T, D), (B, T, S)
+        readouts = torch.tanh(self.readout(torch.cat([hidden, contexts, embedded], dim=2)))
+        return self.dropout(readouts), weights  # (B, T, R)
+
+    def _run_rnn(self, embedded: Tensor, state: DecoderState) -> Tensor:
+        """The cell over every position (B, T, E) → (B, T, H) in one call: the fused loop nn.GRU
+        and nn.LSTM run, on this cell's own weights (the same numbers as stepping it)."""
+        weights = [self.cell.weight_ih, self.cell.weight_hh, self.cell.bias_ih, self.cell.bias_hh]
+        flags = (True, 1, 0.0, self.training, False, True)  # biases, layers, dropout, train, bidir, batch_first
+        if state.cell is None:
+            return torch.gru(embedded, state.hidden[None], weights, *flags)[0]
+        return torch.lstm(embedded, (state.hidden[None], state.cell[None]), weights, *flags)[0]
+
+    def _forward_step_by_step(self, embedded: Tensor, state: DecoderState, memory: Memory
+                              ) -> tuple[Tensor, Tensor | None]:
         readouts, all_weights = [], []
         for t in range(embedded.size(1)):
             readout, state, weights = self.step(embedded[:, t], state, memory)

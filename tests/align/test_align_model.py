@@ -58,6 +58,16 @@ def test_forced_decoding_is_the_attention_of_training_and_of_search(smoke, query
     assert forced_attention(model, [[4], []], [[], [5]]) == [None, None]
 
 
+def _step_by_step_log_probs(model, src, src_lengths, tgt_in):
+    """(T, V) teacher-forced log-probabilities of one pair, one decoder step (one _attend) at a time."""
+    memory = model.encode(src, src_lengths)
+    state, rows = model.init_state(memory), []
+    for t in range(tgt_in.size(1)):
+        log_probs, state, _ = model.decode_step(tgt_in[:, t], state, memory)
+        rows.append(log_probs[0])
+    return torch.stack(rows)
+
+
 @pytest.mark.parametrize("query,input_feeding,rnn", [("previous", True, "gru"), ("current", True, "gru"),
                                                      ("current", False, "lstm"), ("previous", False, "lstm")])
 def test_posterior_alignment_is_bayes_rule_over_the_attention(smoke, monkeypatch, query,
@@ -85,8 +95,7 @@ def test_posterior_alignment_is_bayes_rule_over_the_attention(smoke, monkeypatch
                 return memory.values[:, j], onehot
 
             monkeypatch.setattr(decoder, "_attend", attend)
-            logits, _ = model(s, s_len, t_in)
-            likelihood[i, j] = logits[0, i].log_softmax(-1)[tgt[i]]
+            likelihood[i, j] = _step_by_step_log_probs(model, s, s_len, t_in)[i, tgt[i]]
     monkeypatch.setattr(decoder, "_attend", original)
     expected = torch.softmax(attention[0, : len(tgt)].log() + likelihood, dim=-1).detach()
 

@@ -57,7 +57,7 @@ def test_scaled_dot_divides_dot_scores_by_sqrt_d():
     dot = make_attention("dot", 8, 8, 6)
     scaled = make_attention("scaled_dot", 8, 8, 6)
     query, values, _ = _inputs()
-    torch.testing.assert_close(scaled.score(query, values), dot.score(query, values) / 8**0.5)
+    torch.testing.assert_close(scaled.score(query[:, None], values), dot.score(query[:, None], values) / 8**0.5)
 
 
 def test_additive_attention_prefers_the_key_that_matches_the_query():
@@ -83,6 +83,22 @@ def test_no_attention_gives_the_fixed_summary_and_no_weights():
     context, weights = attention(query, attention.project_keys(values), values, mask, summary)
     assert weights is None
     torch.testing.assert_close(context, summary)
+
+
+@pytest.mark.parametrize("kind", KINDS + ["none"])
+def test_all_steps_at_once_equal_one_step_at_a_time(kind):
+    """A (B, T, Q) query (the decoder's fast path) gives each step what a (B, Q) query gives."""
+    attention = make_attention(kind, query_size=8, value_size=8, hidden_size=6)
+    _, values, mask = _inputs()
+    queries = torch.randn(3, 4, 8)  # (B, T, Q)
+    keys, summary = attention.project_keys(values), values[:, 1]
+    contexts, weights = attention(queries, keys, values, mask, summary)
+    assert contexts.shape == (3, 4, 8)
+    for t in range(4):
+        context, step_weights = attention(queries[:, t], keys, values, mask, summary)
+        torch.testing.assert_close(contexts[:, t], context)
+        if weights is not None:
+            torch.testing.assert_close(weights[:, t], step_weights)
 
 
 def test_dot_attention_needs_equal_sizes():

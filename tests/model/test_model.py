@@ -37,12 +37,15 @@ def test_forward_shapes_and_masked_weights(attention, rnn):
         torch.testing.assert_close(weights.sum(-1), torch.ones(B, T))
 
 
-@pytest.mark.parametrize("query", ["previous", "current"])
+@pytest.mark.parametrize("query,input_feeding,rnn", [
+    ("previous", True, "gru"), ("current", True, "gru"),
+    ("current", False, "gru"), ("current", False, "lstm")])  # the last two: all steps in one call
 @pytest.mark.parametrize("attention", ATTENTIONS)
-def test_decode_step_matches_teacher_forcing(attention, query):
+def test_decode_step_matches_teacher_forcing(attention, query, input_feeding, rnn):
     """Search decodes with decode_step; training with forward: they must be the same model."""
     torch.manual_seed(0)
-    config = ModelConfig(attention=attention, attention_query=query, **SMALL)
+    config = ModelConfig(attention=attention, attention_query=query, input_feeding=input_feeding,
+                         rnn=rnn, **SMALL)
     model = build_model(config, 20, 15).eval()
     batch = _batch()
     logits, weights = model(batch.src, batch.src_lengths, batch.tgt_in)
@@ -53,6 +56,31 @@ def test_decode_step_matches_teacher_forcing(attention, query):
         torch.testing.assert_close(log_probs, F.log_softmax(logits[:, t], -1))
         if weights is not None:
             torch.testing.assert_close(step_weights, weights[:, t])
+
+
+@pytest.mark.parametrize("rnn", ["gru", "lstm"])
+def test_all_steps_at_once_train_like_one_step_at_a_time(rnn):
+    """Luong's order without input feeding runs the decoder RNN over all positions in one call:
+    the loss and every gradient are those of the step-by-step loop it replaces."""
+    config = ModelConfig(attention="additive", attention_query="current", input_feeding=False,
+                         rnn=rnn, dropout=0.0, **SMALL)
+    torch.manual_seed(0)
+    model = build_model(config, 20, 15).train()
+    batch = _batch()
+
+    def loss_and_grads(forward):
+        model.zero_grad()
+        memory = model.encode(batch.src, batch.src_lengths)
+        readouts, _ = forward(model.tgt_embed(batch.tgt_in), model.init_state(memory), memory)
+        loss = model.output_layer(readouts).log_softmax(-1).sum()
+        loss.backward()
+        return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}
+
+    fused_loss, fused = loss_and_grads(model.decoder)
+    loop_loss, loop = loss_and_grads(model.decoder._forward_step_by_step)
+    torch.testing.assert_close(fused_loss, loop_loss)
+    for name in loop:
+        torch.testing.assert_close(fused[name], loop[name], msg=name)
 
 
 def test_keys_are_projected_once_per_sentence(monkeypatch):
