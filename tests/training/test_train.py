@@ -17,6 +17,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 import nmt.training.trainer
 from helpers import REPO
 from nmt.checkpoints.file import load_checkpoint
+from nmt.config.loader import load_config
 from nmt.errors import NMTError
 from nmt.training.loop import train
 from nmt.training.run_dir import config_differences
@@ -242,6 +243,22 @@ def test_max_minutes_ends_the_run_and_the_command_is_recorded(smoke_config):
     again = json.loads((run_dir / "train_summary.json").read_text())
     assert again["step"] == summary["step"] and again["finished"]
     assert (run_dir / "checkpoints" / "last.pt").stat().st_mtime_ns == last
+
+
+def test_with_no_epoch_or_step_cap_the_minutes_end_the_run(smoke_config):
+    """The recipes' budget is time: epochs run on until max_minutes (or early stopping) ends it."""
+    # One batch an epoch: many epochs pass in the 2.4 seconds, even on a busy machine.
+    config = with_training(smoke_config, max_epochs=None, max_steps=None, max_minutes=0.04,
+                           batch_tokens=100_000, patience=1000, validate_every=1000)
+    summary = json.loads((train(config) / "train_summary.json").read_text())
+    assert summary["epoch"] >= 2 and summary["finished"]
+    assert 2.4 <= summary["train_seconds"] < 30
+
+
+def test_the_default_recipe_is_bounded_by_minutes_not_epochs():
+    training = load_config(REPO / "configs" / "tatoeba.yaml").training
+    assert training.max_epochs is None and training.max_steps is None
+    assert training.max_minutes == 30
 
 
 def test_a_run_saved_before_a_key_existed_resumes_when_the_key_keeps_its_default(smoke_config):
