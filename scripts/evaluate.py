@@ -5,10 +5,13 @@
     python scripts/evaluate.py configs/tatoeba.yaml eval.average=last:5     # checkpoint averaging
     python scripts/evaluate.py configs/tatoeba.yaml --checkpoint runs/a/checkpoints/best.pt \
         --checkpoint runs/b/checkpoints/best.pt                             # an ensemble
+    python scripts/evaluate.py configs/tatoeba.yaml eval.rerank=[runs/r2l/checkpoints/best.pt] \
+        eval.rerank_weights=[0.5]                           # rerank the n-best with an R2L model
 
 Writes runs/<name>/results.json and runs/<name>/hypotheses.<split>.en (results.<label>.json and
-hypotheses.<label>.<split>.en for an ensemble, an average or another checkpoint); logs eval/bleu
-and eval/chrf to runs/<name>/tensorboard/; appends the command to runs/<name>/commands.txt.
+hypotheses.<label>.<split>.en for an ensemble, an average, another checkpoint or eval.rerank);
+logs eval/bleu and eval/chrf to runs/<name>/tensorboard/; appends the command to
+runs/<name>/commands.txt.
 """
 
 from nmt.cli import sleep_while_waiting
@@ -46,5 +49,6 @@ if __name__ == "__main__":
                              "run's eval.checkpoint); repeat it or separate paths by commas to "
                              "decode with an ensemble")
     parser.add_argument("--label", help="write results.<label>.json (default: results.json for the "
-                                        "run's best/last.pt, 'ensemble', or the checkpoint's name)")
+                                        "run's best/last.pt, 'ensemble', or the checkpoint's name; "
+                                        "'rerank' with eval.rerank)")
     run_cli(main, parser)

@@ -7,6 +7,9 @@ predicts </s>, is dropped. Only the public interface `model(src, src_lengths, tg
 (logits, weights (B, T, S) or None) is used, so any architecture that returns its (chosen)
 cross-attention there aligns the same way.
 
+The English is given in reading order: a right_to_left model (model.target_order) reads it
+reversed, and its rows are put back in reading order.
+
 `posterior=True` asks a recurrent model for its posterior alignment instead
 (`Seq2Seq.posterior_attention`: the attention reweighted by how well each source token alone
 predicts the English token that came), the same shape.
@@ -17,8 +20,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from nmt.data.batching import Example, collate
+from nmt.data.batching import Example, collate, in_model_order
 from nmt.errors import NMTError
+from nmt.model import target_order
 
 
 def forced_attention(model, src_ids: list[list[int]], tgt_ids: list[list[int]],
@@ -33,7 +37,8 @@ def forced_attention(model, src_ids: list[list[int]], tgt_ids: list[list[int]],
     layer's heads averaged); `layer` and `head` pick another decoder layer and one head instead
     (from `model.attention_heads`, which a recurrent model answers with one layer, one head)."""
     device = torch.device(device) if device is not None else next(model.parameters()).device
-    examples = [Example(list(s), list(t)) for s, t in zip(src_ids, tgt_ids, strict=True)]
+    reading = target_order(model)  # the order the model reads the English in
+    examples = [Example(list(s), in_model_order(t, reading)) for s, t in zip(src_ids, tgt_ids, strict=True)]
     results: list[np.ndarray | None] = [None] * len(examples)
     order = sorted((i for i, ex in enumerate(examples) if ex.src and ex.tgt),
                    key=lambda i: (len(examples[i].tgt), len(examples[i].src)))
@@ -49,7 +54,8 @@ def forced_attention(model, src_ids: list[list[int]], tgt_ids: list[list[int]],
                 weights = weights.float().cpu().numpy()
                 for row, i in enumerate(batch.indices):
                     ex = examples[i]
-                    results[i] = weights[row, : len(ex.tgt), : len(ex.src)].copy()  # (T, S)
+                    matrix = weights[row, : len(ex.tgt), : len(ex.src)]  # (T, S)
+                    results[i] = (matrix[::-1] if reading == "right_to_left" else matrix).copy()
     finally:
         model.train(was_training)
     return results

@@ -16,7 +16,8 @@ The run's own checkpoint writes results.json; anything else gets a label and res
 one model's attention, so it asks `one_checkpoint`: the named one, else the run's own.
 
 `load_chosen` loads the chosen checkpoints as one model; several become an `Ensemble`
-(nmt/model/ensemble.py) once `load_ensemble` has checked that they read and write the same ids.
+(nmt/model/ensemble.py) once `load_ensemble` has checked that they read and write the same ids
+(`check_compatible`, which eval.rerank's rescoring models pass too) in the same target order.
 """
 
 from __future__ import annotations
@@ -161,7 +162,8 @@ def load_ensemble(paths: list[str | Path]) -> tuple[nn.Module, Config, Vocab, Vo
         if first is None:
             first = (path, config, src_vocab, tgt_vocab)
         else:
-            _check_compatible(first, (path, config, src_vocab, tgt_vocab))
+            check_compatible(first, (path, config, src_vocab, tgt_vocab))
+            _check_same_order(first, path, config)
         models.append(model)
         checkpoints.append(checkpoint)
     _, config, src_vocab, tgt_vocab = first
@@ -169,17 +171,29 @@ def load_ensemble(paths: list[str | Path]) -> tuple[nn.Module, Config, Vocab, Vo
     return model, config, src_vocab, tgt_vocab, checkpoints
 
 
-def _check_compatible(first, other) -> None:
-    """Members read the same source ids and write the same target ids, from the same text."""
+def check_compatible(first, other, what: str = "an ensemble's members") -> None:
+    """`other` reads the same source ids and writes the same target ids, from the same text, as
+    `first`: each a (path, config, src_vocab, tgt_vocab); `what` names the pair in the error."""
     first_path, first_config, first_src, first_tgt = first
     path, config, src, tgt = other
     for side, ours, theirs in (("source", first_src, src), ("target", first_tgt, tgt)):
         if ours.itos != theirs.itos:
             raise NMTError(
                 f"{path} and {first_path} have different {side} vocabularies ({len(theirs.itos)} "
-                f"and {len(ours.itos)} tokens): an ensemble's members must be trained on the same "
-                f"prepared data (the same data.* settings)")
+                f"and {len(ours.itos)} tokens): {what} must be trained on the same prepared data "
+                f"(the same data.* settings)")
     differ = differing_data_keys(first_config.data, config.data)
     if differ:
         raise NMTError(f"{path} and {first_path} were trained on other data settings "
-                       f"({', '.join('data.' + k for k in differ)}): they cannot form an ensemble")
+                       f"({', '.join('data.' + k for k in differ)}): {what} must read the same "
+                       f"data")
+
+
+def _check_same_order(first, path: Path, config: Config) -> None:
+    """Members add up next-token probabilities, so they must write in the same order."""
+    first_path, first_config = first[:2]
+    ours, theirs = first_config.model.target_order, config.model.target_order
+    if ours != theirs:
+        raise NMTError(f"{path} writes model.target_order = {theirs} but {first_path} writes "
+                       f"{ours}: an ensemble's members must write in one order (rescore with a "
+                       f"right_to_left model through eval.rerank instead)")

@@ -79,6 +79,10 @@ def _check_together(config: Config, source: str) -> None:
     if config.eval.average and config.eval.ensemble:
         raise NMTError(f"{source}: eval.average and eval.ensemble are both set; choose one "
                        f"(an averaged checkpoint file can be one of the ensemble's members)")
+    if len(config.eval.rerank_weights) != len(config.eval.rerank):
+        raise NMTError(f"{source}: eval.rerank_weights has {len(config.eval.rerank_weights)} "
+                       f"weight(s) but eval.rerank names {len(config.eval.rerank)} checkpoint(s); "
+                       f"give one weight per rescoring model, e.g. eval.rerank_weights=[0.5]")
     if model.architecture == "transformer":
         _check_transformer(model, source)
         return

@@ -60,9 +60,9 @@ class DataConfig:
 class ModelConfig:
     """The model: a recurrent seq2seq (BiRNN encoder, attention, RNN decoder with a deep output
     layer) or a Transformer. Keys that do not apply to the chosen family are ignored: the RNN
-    reads the keys up to `dropout`, the Transformer those from `decoder_layers` on, plus
-    encoder_layers, tie_embeddings and dropout (the attention keys do not apply to it: its
-    attention is always scaled dot-product over several heads)."""
+    reads the keys up to `target_order`, the Transformer those from `decoder_layers` on, plus
+    encoder_layers, tie_embeddings, dropout and target_order (the attention keys do not apply to
+    it: its attention is always scaled dot-product over several heads)."""
 
     # rnn: the recurrent seq2seq below; transformer: self- and cross-attention layers (Vaswani
     # et al., 2017), keys from `decoder_layers` on
@@ -84,6 +84,10 @@ class ModelConfig:
     # RNN: on embeddings, between encoder layers and on the readout; Transformer: on embeddings
     # and residuals
     dropout: float = field(default=0.2, metadata=probability)
+    # The order the decoder writes the target in. A right_to_left model is trained on reversed
+    # targets (y_n .. y_1) and its output is turned back before detokenizing; it rescores the
+    # n-best lists of a left-to-right one (eval.rerank; Sennrich et al., 2016). Both families.
+    target_order: Literal["left_to_right", "right_to_left"] = "left_to_right"
 
     # Transformer only (the RNN ignores these):
 
@@ -167,6 +171,14 @@ class TrainingConfig:
     # Fine-tuning: a new run starts from this checkpoint's weights (same model and vocabularies);
     # optimizer, schedule and step count start afresh. A run that resumes its own last.pt ignores it.
     init_from: Optional[str] = None
+    # Sequence-level knowledge distillation (Kim & Rush, 2016; nmt/training/distill.py): train
+    # on these teacher checkpoints' beam-search translations of the training sources instead of
+    # the references (the dev set stays gold). Several teachers translate as an ensemble. They
+    # need this run's data settings; their translations are cached beside the prepared data.
+    # Empty: off.
+    distill_from: list[str] = field(default_factory=list)
+    # the teachers' beam size (search.length_penalty and max_length_ratio apply too)
+    distill_beam_size: int = field(default=5, metadata=positive)
 
 
 @dataclass
@@ -194,6 +206,14 @@ class EvalConfig:
     # Score an ensemble of these checkpoints (log-probabilities averaged at every search step);
     # writes results.ensemble.json.
     ensemble: list[str] = field(default_factory=list)
+    # Rerank the beam's n-best list (n = search.beam_size) with these checkpoints, e.g. a
+    # right_to_left model (model.target_order): a candidate's score is the search's plus
+    # Σ_k w_k · log p_k(candidate | source) / length penalty (nmt/decoding/rerank.py). They need
+    # the main model's vocabularies and data settings; writes results.rerank.json. Empty: off.
+    rerank: list[str] = field(default_factory=list)
+    # w_k: one weight >= 0 per eval.rerank checkpoint, in the same order
+    rerank_weights: list[float] = field(default_factory=list, metadata=check(
+        lambda v: all(w >= 0 for w in v), "numbers >= 0, one per eval.rerank checkpoint"))
 
 
 @dataclass

@@ -60,6 +60,21 @@ def load_examples(src_path: Path, tgt_path: Path, src_vocab: Vocab, tgt_vocab: V
     return examples
 
 
+def in_model_order(tgt: list[int], target_order: str) -> list[int]:
+    """Target ids as a model of `model.target_order` reads and writes them: reversed for a
+    right_to_left model (y_n .. y_1), as they are otherwise. Applied twice, it gives the ids
+    back, so it also turns such a model's output into reading order."""
+    return list(tgt)[::-1] if target_order == "right_to_left" else list(tgt)
+
+
+def in_target_order(examples: list[Example], target_order: str) -> list[Example]:
+    """Training or dev pairs as a model of `model.target_order` learns them: a right_to_left
+    model is trained (and its dev loss measured) on every target reversed."""
+    if target_order == "left_to_right":
+        return examples
+    return [Example(ex.src, in_model_order(ex.tgt, target_order)) for ex in examples]
+
+
 def make_batches(examples: list[Example], batch_tokens: int, seed: int, epoch: int,
                  shuffle: bool = True) -> list[list[int]]:
     """Indices of each batch; a batch's padded target size (sentences × longest) <= batch_tokens.

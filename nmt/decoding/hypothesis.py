@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from torch import Tensor
@@ -28,3 +28,12 @@ def length_penalty(length: Tensor | float, alpha: float) -> Tensor | float:
     `length` counts decoding steps, </s> included.
     """
     return ((5.0 + length) / 6.0) ** alpha
+
+
+def reversed_hypothesis(hyp: Hypothesis) -> Hypothesis:
+    """A right_to_left model's output in reading order: its tokens reversed, and their attention
+    rows with them; the row of the step that produced </s>, when there is one, stays last."""
+    n = len(hyp.tokens)
+    attention = None if hyp.attention is None else np.concatenate(
+        [hyp.attention[:n][::-1], hyp.attention[n:]])  # (T, S)
+    return replace(hyp, tokens=hyp.tokens[::-1], attention=attention)

@@ -4,6 +4,10 @@
 back in input order; training's dev BLEU calls `translate_token_ids` on already-encoded
 sentences. `alignment_heads` teacher-forces an output once more to read every head of the
 attention. Raw text in and out is the Translator's (nmt/decoding/translator.py).
+
+Outputs leave here in reading order: a right_to_left model's (model.target_order) are turned
+around, attention rows too, and what is teacher-forced again is turned back for it, so callers
+never ask which order a model writes in.
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ import numpy as np
 import torch
 
 from nmt.config.schema import SearchConfig
+from nmt.data.batching import in_model_order
 from nmt.data.vocab import BOS_ID, PAD_ID
-from nmt.decoding.hypothesis import Hypothesis
+from nmt.decoding.hypothesis import Hypothesis, reversed_hypothesis
 from nmt.decoding.search import search
-from nmt.model import MAX_SOURCE_TOKENS
+from nmt.model import MAX_SOURCE_TOKENS, target_order
 
 
 def decode_ids(model, src_ids: list[list[int]], config: SearchConfig,
@@ -28,9 +33,11 @@ def decode_ids(model, src_ids: list[list[int]], config: SearchConfig,
     Sentences are sorted by length into batches of `config.batch_size` (less padding) and
     returned in input order. An empty sentence gets one empty hypothesis without running the
     model. The model is put in eval mode for the search and back into its former mode after.
-    `progress(n)` is called after each batch with the number of sentences it held.
+    `progress(n)` is called after each batch with the number of sentences it held. A
+    right_to_left model's hypotheses come back in reading order (see the module docstring).
     """
     device = torch.device(device) if device is not None else next(model.parameters()).device
+    reverse = target_order(model) == "right_to_left"
     results: list[list[Hypothesis] | None] = [None] * len(src_ids)
     order = []
     for i, ids in enumerate(src_ids):
@@ -52,7 +59,7 @@ def decode_ids(model, src_ids: list[list[int]], config: SearchConfig,
                     src[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
                 found = search(model, src.to(device), lengths.to(device), config, keep_attention)
                 for i, hyps in zip(batch, found):
-                    results[i] = hyps
+                    results[i] = [reversed_hypothesis(h) for h in hyps] if reverse else hyps
                 if progress is not None:
                     progress(len(batch))
     finally:
@@ -90,13 +97,23 @@ def attention_layers(model, src_ids: list[int], tgt_ids: list[int], rows: int,
 
 def _teacher_forced(model, attention, src_ids: list[int], tgt_ids: list[int], rows: int,
                     device: torch.device | str):
-    """`attention(src, lengths, tgt_in)` of one output, in eval mode; the model's mode is kept."""
+    """`attention(src, lengths, tgt_in)` of one output, in eval mode; the model's mode is kept.
+
+    `tgt_ids` in reading order: a right_to_left model reads all of them reversed, and its rows
+    (dim -2) are put back in reading order, the </s> row last."""
     src = torch.tensor([src_ids], device=device)  # (1, S)
-    tgt_in = torch.tensor([[BOS_ID] + list(tgt_ids)[: rows - 1]], device=device)  # (1, T)
+    order, n = target_order(model), len(tgt_ids)
+    # Reversed, the first rows wanted are the last ones read: a right_to_left model reads it all.
+    forced = list(tgt_ids)[: rows - 1] if order == "left_to_right" else in_model_order(tgt_ids, order)
+    tgt_in = torch.tensor([[BOS_ID] + forced], device=device)  # (1, T)
     was_training = model.training
     model.eval()
     try:
         with torch.inference_mode():
-            return attention(src, torch.tensor([src.size(1)]), tgt_in)
+            weights = attention(src, torch.tensor([src.size(1)]), tgt_in)
     finally:
         model.train(was_training)
+    if weights is None or order == "left_to_right":
+        return weights
+    rows_in_reading_order = torch.tensor([*range(n - 1, -1, -1), n][:rows], device=weights.device)
+    return weights.index_select(-2, rows_in_reading_order)

@@ -107,6 +107,9 @@ class Translator:
         self.progress: dict = {}  # the checkpoint's training progress (step, ...), if any
         self.checkpoint: Path | None = None
         self.checkpoints: list[Path] = []  # every checkpoint, with an ensemble
+        # eval.rerank's rescoring models (nmt/decoding/rerank.py's Reranker): when set, the search
+        # keeps the whole beam as its n-best list and they choose among it
+        self.reranker = None
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, search: SearchConfig | None = None,
@@ -179,8 +182,15 @@ class Translator:
                                          n_best=nbest or search.n_best)
         sources = [self.segment(line, first_line_number + i) for i, line in enumerate(lines)]
         keep = self.keep_attention or search.replace_unk
-        found = decode_ids(self.model, [self.src_vocab.encode(s) for s in sources], search,
-                           self.device, keep_attention=keep, progress=progress)
+        src_ids = [self.src_vocab.encode(s) for s in sources]
+        if self.reranker is None:
+            found = decode_ids(self.model, src_ids, search, self.device, keep_attention=keep,
+                               progress=progress)
+        else:  # the whole beam is the n-best list the rescoring models choose from
+            whole_beam = dataclasses.replace(search, n_best=search.beam_size)
+            found = decode_ids(self.model, src_ids, whole_beam, self.device, keep_attention=keep,
+                               progress=progress)
+            found = [hyps[: search.n_best] for hyps in self.reranker.rerank(src_ids, found, search)]
         return [self._translation(src, hyps) for src, hyps in zip(sources, found)]
 
     def cross_attention(self, translation: Translation) -> np.ndarray | None:

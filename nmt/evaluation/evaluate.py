@@ -11,7 +11,9 @@ a label and its own files, so that `make report` shows each as a row of its own:
 results.<label>.json and hypotheses.<label>.<split>.en. The label is "ensemble" for several
 checkpoints (eval.ensemble or several --checkpoint), average_last5 etc. for eval.average, else the
 checkpoint file's name (an averaged checkpoint written by scripts/average_checkpoints.py keeps
-its name), or what `label` says.
+its name), or what `label` says. With eval.rerank, rescoring models choose among the beam's
+n-best list (nmt/decoding/rerank.py): the label is "rerank" (or "<label>.rerank", e.g.
+ensemble.rerank), and the results record the rescoring checkpoints, weights and seconds.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from tqdm import tqdm
 from nmt.checkpoints.choose import Chosen, averaged_from, choose_checkpoints
 from nmt.config.schema import Config, differing_data_keys
 from nmt.data.prepare import load_prepared
+from nmt.decoding.rerank import Reranker
 from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
 from nmt.io import atomic_write_json, atomic_write_lines, read_lines
@@ -50,6 +53,12 @@ def evaluate(config: Config, checkpoint: str | Path | list | None = None, prepar
                                              architecture=config.model.architecture)
     for member in chosen.paths:  # an ensemble's members were checked against the first one
         _check_same_data(config, translator.config, member)
+    if config.eval.rerank:  # checked against the main model, and through it against the config
+        translator.reranker = Reranker.load(config.eval.rerank, config.eval.rerank_weights, translator)
+        chosen = dataclasses.replace(chosen, label=label or rerank_label(chosen.label))
+        if config.search.beam_size == 1:
+            log.warning("eval.rerank with search.beam_size = 1: one candidate per sentence, "
+                        "nothing to choose from; raise search.beam_size")
     sources, references = read_split(prepared or load_prepared(config), config.eval.split)
     log.info("translating %d %s sentences with beam %d (%s)", len(sources), config.eval.split,
              config.search.beam_size, chosen.paths[0])
@@ -63,6 +72,11 @@ def evaluate(config: Config, checkpoint: str | Path | list | None = None, prepar
     results = score(hypotheses, references, lowercase=translator.config.data.lowercase)
     results.update(run_facts(config, translator, chosen, len(sources), seconds))
     return write_results(config, chosen.label, hypotheses, results)
+
+
+def rerank_label(label: str | None) -> str:
+    """results.rerank.json for the run's own model, results.<label>.rerank.json for others."""
+    return "rerank" if label is None else f"{label}.rerank"
 
 
 def read_split(prepared, split: str) -> tuple[list[str], list[str]]:
@@ -93,7 +107,11 @@ def score(hypotheses: list[str], references: list[str], lowercase: bool = False)
 
 def run_facts(config: Config, translator: Translator, chosen: Chosen, sentences: int,
               seconds: float) -> dict:
-    """What was scored, how it was decoded, and how fast."""
+    """What was scored, how it was decoded, and how fast (`seconds`: rescoring included)."""
+    reranker = translator.reranker
+    reranked = {} if reranker is None else {
+        "rerank": reranker.paths, "rerank_weights": reranker.weights,
+        "rerank_seconds": round(reranker.seconds, 2)}
     return {
         "beam_size": config.search.beam_size,
         "search": dataclasses.asdict(config.search),
@@ -106,6 +124,7 @@ def run_facts(config: Config, translator: Translator, chosen: Chosen, sentences:
         "seconds": round(seconds, 2),
         "sentences_per_second": round(sentences / max(seconds, 1e-9), 2),
         "device": str(translator.device),
+        **reranked,
     }
 
 
@@ -159,6 +178,9 @@ def format_results(results: dict) -> str:
         ("checkpoint", f"{results['checkpoint']} (step {results['step']})"
                        + (f" + {len(results['checkpoints']) - 1} more (ensemble)"
                           if len(results.get("checkpoints", [])) > 1 else "")),
+        *([("rerank", ", ".join(f"{path} × {weight:g}" for path, weight in
+                                zip(results["rerank"], results["rerank_weights"])))]
+          if results.get("rerank") else []),
         ("BLEU signature", results["signature"]),
         ("chrF signature", results["chrf_signature"]),
     ]

@@ -32,6 +32,14 @@ def has_alignment(config: ModelConfig) -> bool:
     return config.architecture == "transformer" or config.attention != "none"
 
 
+def target_order(model: nn.Module) -> str:
+    """The order `model` writes its target in (`model.target_order`); an Ensemble's members
+    share one (nmt/checkpoints/choose.py checks). A model without a config writes left to right."""
+    members = getattr(model, "members", None)
+    config = getattr(members[0] if members else model, "config", None)
+    return getattr(config, "target_order", "left_to_right")
+
+
 def attention_name(model: dict) -> str | None:
     """The attention column of the results table, from a saved config's model section (a run
     made before model.architecture existed is recurrent)."""
@@ -53,4 +61,5 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-__all__ = ["MAX_SOURCE_TOKENS", "attention_name", "build_model", "count_parameters", "describe", "has_alignment"]
+__all__ = ["MAX_SOURCE_TOKENS", "attention_name", "build_model", "count_parameters", "describe",
+           "has_alignment", "target_order"]

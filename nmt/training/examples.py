@@ -23,11 +23,13 @@ import torch
 from nmt.align.forced import forced_attention
 from nmt.align.links import AlignPair, Link, read_gold
 from nmt.align.units import coverage
+from nmt.data.batching import in_model_order
 from nmt.data.normalize import normalize_zh
 from nmt.data.subword import merge_attention
 from nmt.data.vocab import Vocab
 from nmt.decoding.translate import alignment_heads
 from nmt.errors import NMTError
+from nmt.model import target_order
 from nmt.training.board import Board
 from nmt.training.validate import DevResult, DevSet
 
@@ -117,7 +119,9 @@ class DevExamples:
         shown = [(n, i) for n, i in enumerate(self.indices) if i in self.gold]
         if not shown or board.writer is None:
             return
-        src_ids, tgt_ids = [dev.examples[i].src for _, i in shown], [dev.examples[i].tgt for _, i in shown]
+        order = target_order(model)  # dev targets are in the model's order; forcing reads ours
+        src_ids = [dev.examples[i].src for _, i in shown]
+        tgt_ids = [in_model_order(dev.examples[i].tgt, order) for _, i in shown]
         kinds = ("attention", "posterior") if hasattr(model, "posterior_attention") else ("attention",)
         for kind in kinds:
             weights = forced_attention(model, src_ids, tgt_ids, device=device,

@@ -1,9 +1,9 @@
 """The train stage: from prepared data to checkpoints and TensorBoard curves.
 
-Read top to bottom: start the processes, prepare the data, claim the run folder, load the data,
-build the model (or resume it from last.pt), then train until max_steps, max_epochs, max_minutes
-or early stopping ends it (nmt/training/trainer.py names each step of the loop). Rerunning the
-same command resumes.
+Read top to bottom: start the processes, prepare the data, claim the run folder, distill the
+training targets (training.distill_from), load the data, build the model (or resume it from
+last.pt), then train until max_steps, max_epochs, max_minutes or early stopping ends it
+(nmt/training/trainer.py names each step of the loop). Rerunning the same command resumes.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from nmt.io import atomic_write_json
 from nmt.model import attention_name, count_parameters
 from nmt.runtime import cpu_model, seed_everything
 from nmt.training.progress import StopSignal
-from nmt.training.setup import load_training_data, open_run_dir, prepare_everywhere, start_processes
+from nmt.training.setup import (distill_everywhere, load_training_data, open_run_dir,
+                                prepare_everywhere, start_processes)
 from nmt.training.trainer import Trainer
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,8 @@ def train(config: Config, command: str | None = None) -> Path:
     seed_everything(config.seed + distributed.rank)
     prepared = prepare_everywhere(config, distributed)
     run_dir = open_run_dir(config, distributed, command)
-    data = load_training_data(config, prepared)
+    targets = distill_everywhere(config, prepared, distributed, device)  # None: the references
+    data = load_training_data(config, prepared, targets)
 
     trainer = Trainer(config, data, run_dir, distributed, device)
     trainer.resume_or_initialise()

@@ -1,5 +1,5 @@
-"""Setting a run up: the processes, the prepared data on every machine, the run folder, and the
-training and dev data in memory."""
+"""Setting a run up: the processes, the prepared data on every machine, the distilled targets
+(training.distill_from), the run folder, and the training and dev data in memory."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from nmt.config.schema import Config, TrainingConfig
-from nmt.data.batching import Example, load_examples
+from nmt.data.batching import Example, in_target_order, load_examples
 from nmt.data.prepare import PreparedData, prepare
 from nmt.data.subword import load_models
 from nmt.data.tokenize import EnglishTokenizer, make_tokenizers
@@ -18,6 +18,7 @@ from nmt.data.vocab import Vocab
 from nmt.errors import NMTError
 from nmt.io import read_lines
 from nmt.runtime import keep_freed_memory, pick_device, set_threads
+from nmt.training.distill import distilled_targets
 from nmt.training.distributed import Distributed, device_for
 from nmt.training.examples import DevExamples
 from nmt.training.run_dir import claim_run_dir, record_command
@@ -59,6 +60,24 @@ def prepare_everywhere(config: Config, distributed: Distributed) -> PreparedData
     return prepared or prepare(config)
 
 
+def distill_everywhere(config: Config, prepared: PreparedData, distributed: Distributed,
+                       device: torch.device) -> Path | None:
+    """The teachers' translations of the training sources (training.distill_from), else None.
+
+    As prepare_everywhere: rank 0 translates (on its device) while the others wait at the
+    barrier, then the first rank of every other machine (a cache hit where the disk is shared,
+    else it translates too), then the rest find the file cached. The wait is bounded by the
+    process group's timeout (30 minutes): ample for Tatoeba, not for a corpus of millions."""
+    if not config.training.distill_from:
+        return None
+    targets = distilled_targets(config, prepared, device) if distributed.is_main else None
+    distributed.barrier()
+    if targets is None and distributed.local_rank == 0:
+        targets = distilled_targets(config, prepared, device)
+    distributed.barrier()
+    return targets or distilled_targets(config, prepared, device)
+
+
 def open_run_dir(config: Config, distributed: Distributed, command: str | None) -> Path:
     """runs/<name>/, claimed by rank 0 (never silently another experiment's), with the command
     that started the run appended to its commands.txt."""
@@ -69,10 +88,17 @@ def open_run_dir(config: Config, distributed: Distributed, command: str | None) 
     return run_dir
 
 
-def load_training_data(config: Config, prepared: PreparedData) -> TrainingData:
+def load_training_data(config: Config, prepared: PreparedData,
+                       train_targets: Path | None = None) -> TrainingData:
+    """`train_targets`: the training targets' token file when it is not the prepared references
+    (distill_everywhere's); with training.distill_from and none given, it is made (or found
+    cached) here, on the CPU. The dev set always keeps its references."""
     training = config.training
+    if train_targets is None and training.distill_from:
+        train_targets = distilled_targets(config, prepared)
     src_vocab, tgt_vocab = Vocab.load(prepared.vocab("zh")), Vocab.load(prepared.vocab("en"))
-    train_examples = load_examples(prepared.tokens("train", "zh"), prepared.tokens("train", "en"),
+    train_examples = load_examples(prepared.tokens("train", "zh"),
+                                   train_targets or prepared.tokens("train", "en"),
                                    src_vocab, tgt_vocab, max_length=training.max_length)
     if not train_examples:
         raise NMTError(f"{prepared.dir}: no training pairs within training.max_length")
@@ -82,6 +108,11 @@ def load_training_data(config: Config, prepared: PreparedData) -> TrainingData:
         read_lines(prepared.text("dev", "en")),
         subword=config.data.subword != "none",
     )
+    # A right_to_left model learns every target reversed, its dev loss too; decoding
+    # (nmt/decoding/translate.py) turns its output back, so dev BLEU reads left to right.
+    order = config.model.target_order
+    train_examples, dev.examples = (in_target_order(train_examples, order),
+                                    in_target_order(dev.examples, order))
     shown = DevExamples.choose(dev.src_tokens, read_lines(prepared.text("dev", "zh")),
                                [line.split() for line in read_lines(prepared.tokens("dev", "en"))],
                                training.examples, training.examples_gold)

@@ -35,7 +35,7 @@ class DevResult:
     attentions: list  # numpy (T, S) per sentence, or None without attention
     hypothesis_tokens: list[list[str]]  # whole words
     source_tokens: list[list[str]] = field(default_factory=list)  # whole words, per sentence
-    hypothesis_ids: list[list[int]] = field(default_factory=list)  # what the model produced
+    hypothesis_ids: list[list[int]] = field(default_factory=list)  # what the model produced, in reading order
 
 
 @torch.inference_mode()
