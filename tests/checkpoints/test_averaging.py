@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import runpy
 import sys
@@ -19,6 +20,7 @@ from nmt.checkpoints.file import (keep_step_checkpoint, load_checkpoint, model_f
 from nmt.config.loader import build_config
 from nmt.decoding.translate import decode_ids
 from nmt.errors import NMTError
+from nmt.evaluation.evaluate import evaluate
 from nmt.training.loop import train
 
 
@@ -118,6 +120,13 @@ def test_training_keeps_step_checkpoints_and_the_script_averages_them(smoke_conf
     averaged = load_checkpoint(run_dir / "checkpoints" / "average_best2.pt")
     assert [entry["step"] for entry in averaged["averaged_from"]] == [4, 6]
     assert "average_checkpoints.py" in (run_dir / "commands.txt").read_text()
+
+    # eval.average in the config (as the default's best:5) is what `make eval` scores.
+    best_step = max((load_checkpoint(path)["dev_score"], step) for step, path in kept)[1]  # ties: newer
+    results = evaluate(replace(config, eval=replace(config.eval, average="best:1")))
+    assert [entry["step"] for entry in results["averaged_from"]] == [best_step]
+    assert results["checkpoint"].endswith("average_best1.pt")
+    assert json.loads((run_dir / "results.average_best1.json").read_text()) == results
 
 
 @pytest.mark.parametrize("raw, message", [
