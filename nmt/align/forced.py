@@ -22,7 +22,7 @@ import torch
 
 from nmt.data.batching import Example, collate, in_model_order
 from nmt.errors import NMTError
-from nmt.model import target_order
+from nmt.model import inference, target_order
 
 
 def forced_attention(model, src_ids: list[list[int]], tgt_ids: list[list[int]],
@@ -42,22 +42,17 @@ def forced_attention(model, src_ids: list[list[int]], tgt_ids: list[list[int]],
     results: list[np.ndarray | None] = [None] * len(examples)
     order = sorted((i for i, ex in enumerate(examples) if ex.src and ex.tgt),
                    key=lambda i: (len(examples[i].tgt), len(examples[i].src)))
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.inference_mode():
-            for start in range(0, len(order), batch_size):
-                batch = collate(examples, order[start:start + batch_size]).to(device)
-                weights = _weights(model, batch, layer, head, posterior)  # (B, T, S)
-                if weights is None:
-                    return [None] * len(examples)
-                weights = weights.float().cpu().numpy()
-                for row, i in enumerate(batch.indices):
-                    ex = examples[i]
-                    matrix = weights[row, : len(ex.tgt), : len(ex.src)]  # (T, S)
-                    results[i] = (matrix[::-1] if reading == "right_to_left" else matrix).copy()
-    finally:
-        model.train(was_training)
+    with inference(model):
+        for start in range(0, len(order), batch_size):
+            batch = collate(examples, order[start:start + batch_size]).to(device)
+            weights = _weights(model, batch, layer, head, posterior)  # (B, T, S)
+            if weights is None:
+                return [None] * len(examples)
+            weights = weights.float().cpu().numpy()
+            for row, i in enumerate(batch.indices):
+                ex = examples[i]
+                matrix = weights[row, : len(ex.tgt), : len(ex.src)]  # (T, S)
+                results[i] = (matrix[::-1] if reading == "right_to_left" else matrix).copy()
     return results
 
 

@@ -32,6 +32,7 @@ from nmt.data.batching import Example, collate, in_model_order
 from nmt.data.vocab import PAD_ID
 from nmt.decoding.hypothesis import Hypothesis, length_penalty
 from nmt.errors import NMTError
+from nmt.model import inference
 
 
 @dataclass
@@ -51,24 +52,19 @@ def candidate_log_probs(model: nn.Module, src_ids: list[list[int]], tgt_ids: lis
     examples = [Example(list(s), list(t)) for s, t in zip(src_ids, tgt_ids, strict=True)]
     order = sorted(range(len(examples)), key=lambda i: (len(examples[i].tgt), len(examples[i].src)))
     found = [0.0] * len(examples)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.inference_mode():
-            for start in range(0, len(order), batch_size):
-                batch = collate(examples, order[start:start + batch_size]).to(device)
-                logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T, V)
-                token_log_probs = F.log_softmax(logits.float(), dim=-1).gather(
-                    2, batch.tgt_out.unsqueeze(2)).squeeze(2)  # (B, T)
-                steps = torch.tensor([len(examples[i].tgt) + ended[i] for i in batch.indices],
-                                     device=batch.tgt_out.device)  # (B,) scored positions
-                positions = torch.arange(batch.tgt_out.size(1), device=steps.device)  # (T,)
-                counted = (positions < steps.unsqueeze(1)) & (batch.tgt_out != PAD_ID)  # (B, T)
-                sums = token_log_probs.masked_fill(~counted, 0.0).sum(dim=1)  # (B,)
-                for i, value in zip(batch.indices, sums.tolist()):
-                    found[i] = value
-    finally:
-        model.train(was_training)
+    with inference(model):
+        for start in range(0, len(order), batch_size):
+            batch = collate(examples, order[start:start + batch_size]).to(device)
+            logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T, V)
+            token_log_probs = F.log_softmax(logits.float(), dim=-1).gather(
+                2, batch.tgt_out.unsqueeze(2)).squeeze(2)  # (B, T)
+            steps = torch.tensor([len(examples[i].tgt) + ended[i] for i in batch.indices],
+                                 device=batch.tgt_out.device)  # (B,) scored positions
+            positions = torch.arange(batch.tgt_out.size(1), device=steps.device)  # (T,)
+            counted = (positions < steps.unsqueeze(1)) & (batch.tgt_out != PAD_ID)  # (B, T)
+            sums = token_log_probs.masked_fill(~counted, 0.0).sum(dim=1)  # (B,)
+            for i, value in zip(batch.indices, sums.tolist()):
+                found[i] = value
     return found
 
 

@@ -22,7 +22,7 @@ from nmt.data.batching import in_model_order
 from nmt.data.vocab import BOS_ID, PAD_ID
 from nmt.decoding.hypothesis import Hypothesis, reversed_hypothesis
 from nmt.decoding.search import search
-from nmt.model import MAX_SOURCE_TOKENS, target_order
+from nmt.model import MAX_SOURCE_TOKENS, inference, target_order
 
 
 def decode_ids(model, src_ids: list[list[int]], config: SearchConfig,
@@ -46,24 +46,19 @@ def decode_ids(model, src_ids: list[list[int]], config: SearchConfig,
         else:
             results[i] = [Hypothesis([], 0.0, 0.0, True, None)]
     order.sort(key=lambda i: -len(src_ids[i]))
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.inference_mode():
-            for start in range(0, len(order), config.batch_size):
-                batch = order[start:start + config.batch_size]
-                rows = [list(src_ids[i])[:MAX_SOURCE_TOKENS] for i in batch]
-                lengths = torch.tensor([len(r) for r in rows])  # (B,)
-                src = torch.full((len(rows), int(lengths.max())), PAD_ID, dtype=torch.long)  # (B, S)
-                for row, ids in enumerate(rows):
-                    src[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-                found = search(model, src.to(device), lengths.to(device), config, keep_attention)
-                for i, hyps in zip(batch, found):
-                    results[i] = [reversed_hypothesis(h) for h in hyps] if reverse else hyps
-                if progress is not None:
-                    progress(len(batch))
-    finally:
-        model.train(was_training)
+    with inference(model):
+        for start in range(0, len(order), config.batch_size):
+            batch = order[start:start + config.batch_size]
+            rows = [list(src_ids[i])[:MAX_SOURCE_TOKENS] for i in batch]
+            lengths = torch.tensor([len(r) for r in rows])  # (B,)
+            src = torch.full((len(rows), int(lengths.max())), PAD_ID, dtype=torch.long)  # (B, S)
+            for row, ids in enumerate(rows):
+                src[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+            found = search(model, src.to(device), lengths.to(device), config, keep_attention)
+            for i, hyps in zip(batch, found):
+                results[i] = [reversed_hypothesis(h) for h in hyps] if reverse else hyps
+            if progress is not None:
+                progress(len(batch))
     return results  # type: ignore[return-value]
 
 
@@ -106,13 +101,8 @@ def _teacher_forced(model, attention, src_ids: list[int], tgt_ids: list[int], ro
     # Reversed, the first rows wanted are the last ones read: a right_to_left model reads it all.
     forced = list(tgt_ids)[: rows - 1] if order == "left_to_right" else in_model_order(tgt_ids, order)
     tgt_in = torch.tensor([[BOS_ID] + forced], device=device)  # (1, T)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.inference_mode():
-            weights = attention(src, torch.tensor([src.size(1)]), tgt_in)
-    finally:
-        model.train(was_training)
+    with inference(model):
+        weights = attention(src, torch.tensor([src.size(1)]), tgt_in)
     if weights is None or order == "left_to_right":
         return weights
     rows_in_reading_order = torch.tensor([*range(n - 1, -1, -1), n][:rows], device=weights.device)

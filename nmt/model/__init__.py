@@ -8,6 +8,10 @@ translation and alignment call only these, and never ask which family they have.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
 from torch import nn
 
 from nmt.config.schema import ModelConfig
@@ -40,6 +44,19 @@ def target_order(model: nn.Module) -> str:
     return getattr(config, "target_order", "left_to_right")
 
 
+@contextmanager
+def inference(model: nn.Module) -> Iterator[nn.Module]:
+    """Eval mode (no dropout) and no autograd for a pass over `model`, which is put back into
+    the mode it was in after: search, forced attention and rescoring run on a training model."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            yield model
+    finally:
+        model.train(was_training)
+
+
 def attention_name(model: dict) -> str | None:
     """The attention column of the results table, from a saved config's model section (a run
     made before model.architecture existed is recurrent)."""
@@ -62,4 +79,4 @@ def count_parameters(model: nn.Module) -> int:
 
 
 __all__ = ["MAX_SOURCE_TOKENS", "attention_name", "build_model", "count_parameters", "describe",
-           "has_alignment", "target_order"]
+           "has_alignment", "inference", "target_order"]

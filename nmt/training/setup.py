@@ -91,11 +91,8 @@ def open_run_dir(config: Config, distributed: Distributed, command: str | None) 
 def load_training_data(config: Config, prepared: PreparedData,
                        train_targets: Path | None = None) -> TrainingData:
     """`train_targets`: the training targets' token file when it is not the prepared references
-    (distill_everywhere's); with training.distill_from and none given, it is made (or found
-    cached) here, on the CPU. The dev set always keeps its references."""
+    (distill_everywhere's, with training.distill_from). The dev set always keeps its references."""
     training = config.training
-    if train_targets is None and training.distill_from:
-        train_targets = distilled_targets(config, prepared)
     src_vocab, tgt_vocab = Vocab.load(prepared.vocab("zh")), Vocab.load(prepared.vocab("en"))
     train_examples = load_examples(prepared.tokens("train", "zh"),
                                    train_targets or prepared.tokens("train", "en"),

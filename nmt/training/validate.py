@@ -13,6 +13,7 @@ from nmt.data.batching import Example, collate, make_batches
 from nmt.data.subword import to_words
 from nmt.data.tokenize import EnglishTokenizer
 from nmt.data.vocab import Vocab
+from nmt.model import inference
 from nmt.training.loss import summed_loss
 from nmt.decoding.translate import translate_token_ids
 
@@ -52,9 +53,8 @@ def dev_loss(model: torch.nn.Module, examples: list[Example], batch_tokens: int,
 def validate(model: torch.nn.Module, dev: DevSet, tgt_vocab: Vocab, detokenizer: EnglishTokenizer,
              search: SearchConfig, batch_tokens: int, device: torch.device) -> DevResult:
     """Greedy decoding (beam 1) keeps validation quick; `make eval` uses the full beam."""
-    was_training = model.training
-    model.eval()
-    loss = dev_loss(model, dev.examples, batch_tokens, device)
+    with inference(model):  # no dropout in the dev loss; the search sets its own mode
+        loss = dev_loss(model, dev.examples, batch_tokens, device)
     greedy = replace(search, beam_size=1, n_best=1)
     hypotheses = translate_token_ids(model, [ex.src for ex in dev.examples], greedy, device)
     tokens = [tgt_vocab.decode(h.tokens) for h in hypotheses]
@@ -63,7 +63,6 @@ def validate(model: torch.nn.Module, dev: DevSet, tgt_vocab: Vocab, detokenizer:
         merged = [to_words(t, s, a) for t, s, a in zip(tokens, dev.src_tokens, attentions)]
         tokens, sources, attentions = ([m[k] for m in merged] for k in range(3))
     texts = [detokenizer.detokenize(t) for t in tokens]
-    model.train(was_training)
     return DevResult(
         loss=loss,
         perplexity=math.exp(min(loss, 50.0)),
