@@ -47,6 +47,7 @@ from nmt.data.subword import (
 from nmt.data.tokenize import make_tokenizers
 from nmt.data.vocab import Vocab
 from nmt.decoding.hypothesis import Hypothesis
+from nmt.decoding.rerank import Reranker
 from nmt.decoding.search import replace_unknowns
 from nmt.decoding.translate import alignment_heads, attention_layers, decode_ids
 from nmt.errors import NMTError
@@ -139,11 +140,15 @@ class Translator:
     def from_config(cls, config: Config, checkpoint: str | Path | list | None = None,
                     device: str | None = None, keep_attention: bool = True) -> Translator:
         """The checkpoint(s) `make eval` scores for `config` (nmt/checkpoints/choose.py), or
-        those named; decoding as `config.search` says."""
+        those named; decoding as `config.search` says, its n-best reranked by eval.rerank's models
+        when the config names any."""
         paths = choose_checkpoints(config, checkpoint).paths
         translator = cls.from_checkpoints(paths, config.search, device or config.training.device,
                                           keep_attention, config.model.architecture)
         translator.run_name = config.name
+        if config.eval.rerank:  # n-best reranking, as make eval scores it (nmt/decoding/rerank.py)
+            translator.reranker = Reranker.load(config.eval.rerank, config.eval.rerank_weights,
+                                                translator)
         return translator
 
     @classmethod

@@ -122,6 +122,14 @@ def test_a_large_weight_picks_what_the_rescoring_model_scores_best(smoke, main_c
                 for line, hyps in zip(LINES, reranked)]
     assert texts == expected + [""]
 
+    # make translate and serve: a config naming eval.rerank gives a Translator that reranks
+    config = replace(smoke, eval=replace(smoke.eval, rerank=[str(r2l_checkpoint)],
+                                         rerank_weights=[weight]))
+    by_config = Translator.from_config(config, device="cpu")
+    assert by_config.reranker.paths == [str(r2l_checkpoint)]
+    assert [t.text for t in by_config.translate(LINES + [""])] == texts
+    assert Translator.from_config(smoke, device="cpu").reranker is None
+
 
 def test_evaluate_with_weight_zero_writes_the_same_hypotheses(smoke_config, main_checkpoint,
                                                               r2l_checkpoint):
