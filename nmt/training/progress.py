@@ -27,6 +27,8 @@ class Progress:
     # CPU time of this process (all its threads), validation included: on a shared machine it
     # says what a run cost where wall-clock time also counts the other jobs.
     cpu_seconds: float = 0.0
+    # wall-clock seconds of dev validations (inside train_seconds): what they cost the budget
+    validation_seconds: float = 0.0
 
     def record_validation(self, score: float) -> bool:
         """Count a validation's score toward early stopping; True when it is a new best."""

@@ -231,6 +231,7 @@ class Trainer:
     def run_validation(self) -> None:
         """Rank 0 scores the dev set (the moving average where there is one) and tells the
         others; every rank counts it toward early stopping and the plateau schedule."""
+        start = time.perf_counter()
         result, scored = None, self.model if self.ema is None else self.ema.model
         if self.distributed.is_main:
             result = validate(scored, self.data.dev, self.data.tgt_vocab, self.data.detokenizer,
@@ -244,6 +245,7 @@ class Trainer:
             self.report_validation(result, improved, scored)
         if improved:
             self.save("best.pt")
+        self.progress.validation_seconds += time.perf_counter() - start  # dev search, examples, save
 
     def report_validation(self, result: DevResult, improved: bool, scored) -> None:
         progress, board = self.progress, self.board

@@ -57,6 +57,8 @@ def test_smoke_training_writes_checkpoints_curves_and_pictures(smoke_config, mon
     # the machine it ran on, for make report's tables per machine
     assert summary["cpu"] and summary["device"] in ("cpu", "cuda") and summary["dtype"] == "float32"
     assert summary["threads"] >= 1
+    # what the two validations (dev search, TensorBoard examples, best.pt) cost of the minutes
+    assert 0 < summary["validation_seconds"] < summary["train_seconds"]
 
     events = EventAccumulator(str(run_dir / "tensorboard"), size_guidance={"images": 0}).Reload()
     scalars = set(events.Tags()["scalars"])
