@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from nmt.align.aligner import AttentionAligner
@@ -23,6 +23,7 @@ from nmt.data.prepare import load_prepared
 from nmt.data.tokenize import make_tokenizers
 from nmt.errors import NMTError
 from nmt.io import atomic_write_json, atomic_write_lines, atomic_write_text, read_lines
+from nmt.model import attention_name
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ def align(config: Config, pairs: list[AlignPair], options: AlignOptions) -> Alig
                                                batch_size=config.search.batch_size)
     soft = aligner.soft(pairs, options.layer, options.head, options.weights == "posterior")
     links = [s.links(options.method, options.threshold) for s in soft]
-    description = {"aligner": "attention", "attention": getattr(aligner.config.model, "attention", None),
+    description = {"aligner": "attention", "attention": attention_name(asdict(aligner.config.model)),
                    "weights": options.weights, "method": options.method, "checkpoint": str(path), "step": aligner.step,
                    "layer": options.layer, "head": options.head}
     if options.method == "threshold":

@@ -18,6 +18,7 @@ from helpers import REPO
 from nmt.align.aligner import AttentionAligner
 from nmt.align.forced import forced_attention
 from nmt.align.links import parse_pairs, read_pairs
+from nmt.align.stage import AlignOptions, align
 from nmt.align.statistical import align_with_eflomal, characters
 from nmt.data.vocab import BOS_ID
 from nmt.decoding.translate import translate_token_ids
@@ -244,3 +245,13 @@ def test_eflomal_aligns_a_tiny_corpus():
     # "Mary" ("likes") to one of them or to both, and at times one across, from run to run.
     assert {(4, 2), (5, 3)} <= links and len(links - pairs[0].sure) <= 1
     assert links & {(0, 0), (1, 0)} and links & {(2, 1), (3, 1)}
+
+
+@pytest.mark.parametrize("architecture, attention", [("rnn", "additive"), ("transformer", "4-head")])
+def test_alignment_json_names_the_attention_as_the_results_table_does(smoke, architecture,
+                                                                      attention):
+    config = replace(smoke, model=replace(smoke.model, architecture=architecture, heads=4))
+    write_random_checkpoint(config.run_dir / "checkpoints" / "best.pt", config)
+    pairs = parse_pairs(["汤姆喜欢猫。\tTom likes cats."])
+    result = align(config, pairs, AlignOptions())
+    assert result.description["attention"] == attention and len(result.links) == 1

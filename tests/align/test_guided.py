@@ -25,7 +25,8 @@ from nmt.training.loss import summed_loss
 def test_the_loss_by_hand():
     examples = [Example([4, 5, 6], [7, 8]), Example([4, 5], [9])]
     batch = collate(examples, [0, 1])  # tgt_in (2, 3): <s> y1 y2; src (2, 3)
-    guide = GuidedAlignment(0.5, [{(0, 0), (2, 0), (1, 1)}, {(1, 0)}])
+    # (5, 0) and (0, 4) lie outside the padded batch (S = 3, T = 3): ignored
+    guide = GuidedAlignment(0.5, [{(0, 0), (2, 0), (1, 1), (0, 4)}, {(1, 0), (5, 0)}])
     target = guide.targets(batch)
     assert target.shape == (2, 3, 3)
     assert target[0, 0].tolist() == [0.5, 0.0, 0.5] and target[0, 1].tolist() == [0.0, 1.0, 0.0]
