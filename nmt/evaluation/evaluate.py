@@ -30,7 +30,6 @@ from tqdm import tqdm
 from nmt.checkpoints.choose import Chosen, averaged_from, choose_checkpoints
 from nmt.config.schema import Config, differing_data_keys
 from nmt.data.prepare import load_prepared
-from nmt.decoding.rerank import Reranker
 from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
 from nmt.io import atomic_write_json, atomic_write_lines, read_lines
@@ -48,13 +47,11 @@ def evaluate(config: Config, checkpoint: str | Path | list | None = None, prepar
     `label` names the results file (see the module docstring).
     """
     chosen = choose_checkpoints(config, checkpoint, label)
-    translator = Translator.from_checkpoints(chosen.paths, search=config.search,
-                                             device=config.training.device,
-                                             architecture=config.model.architecture)
+    # with eval.rerank's models, checked against the main model (and through it the config)
+    translator = Translator.from_config(config, chosen.paths, keep_attention=False)
     for member in chosen.paths:  # an ensemble's members were checked against the first one
         _check_same_data(config, translator.config, member)
-    if config.eval.rerank:  # checked against the main model, and through it against the config
-        translator.reranker = Reranker.load(config.eval.rerank, config.eval.rerank_weights, translator)
+    if config.eval.rerank:
         chosen = dataclasses.replace(chosen, label=label or rerank_label(chosen.label))
         if config.search.beam_size == 1:
             log.warning("eval.rerank with search.beam_size = 1: one candidate per sentence, "
