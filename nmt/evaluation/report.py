@@ -14,13 +14,17 @@ Every figure comes from a file a stage wrote, never from a hand-kept list:
 - `commands.txt` (train, evaluate and average_checkpoints append to it): how each was made.
 
 What is missing shows as "-". An ensemble's row counts the parameters of all its members and the
-training time of all the runs they come from (looked up by run name under the same runs/ folder).
+training time of all the runs they come from (looked up by run name under the same runs/ folder):
+their CPU time summed, and their wall-clock time as the span they cover together, so that runs
+trained side by side count their minutes once (train_summary.json's ended_at; runs written before
+it had that key count as trained one after another).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
@@ -143,7 +147,7 @@ def _run_row(run: Path) -> tuple[dict, dict | None] | None:
         row.update({"parameters": summary.get("parameters"), "step": summary.get("step"),
                     "train_seconds": summary.get("train_seconds"),
                     "cpu_seconds": summary.get("cpu_seconds"),
-                    "dev_bleu": summary.get("best_dev_bleu")})
+                    "dev_bleu": summary.get("best_dev_bleu"), "ended_at": summary.get("ended_at")})
     else:
         facts, checkpoint_config = _from_checkpoint(run)
         row.update(facts)
@@ -196,14 +200,34 @@ def _labelled_rows(run: Path, own: dict, by_name: dict[str, dict]) -> list[dict]
             member_runs = [by_name.get(Path(m).parent.parent.name) for m in members]
             row["parameters"] = (sum(r["parameters"] for r in member_runs)
                                  if all(r and r.get("parameters") for r in member_runs) else None)
-            distinct = {r["run"]: r for r in member_runs if r}.values()
+            distinct = list({r["run"]: r for r in member_runs if r}.values())
             for key in ("train_seconds", "cpu_seconds"):
                 row[key] = (sum(r[key] for r in distinct)
                             if all(r and r.get(key) is not None for r in member_runs) else None)
+            if row["train_seconds"] is not None:
+                row["train_seconds"] = _wall_clock_span(distinct) or row["train_seconds"]
             row["step"] = None
         _scores(row, results)
         rows.append(row)
     return rows
+
+
+def _wall_clock_span(runs: list[dict]) -> float | None:
+    """Seconds of wall clock that the runs' trainings cover together: the union of the intervals
+    [ended_at - train_seconds, ended_at]; None when a run did not record ended_at."""
+    intervals = []
+    for run in runs:
+        try:
+            ended = datetime.strptime(run["ended_at"], "%Y-%m-%dT%H:%M:%SZ").replace(
+                tzinfo=timezone.utc).timestamp()
+        except (KeyError, TypeError, ValueError):
+            return None
+        intervals.append((ended - run["train_seconds"], ended))
+    covered, reached = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        covered += max(0.0, end - max(start, reached))
+        reached = max(reached, end)
+    return covered
 
 
 def collect_runs(runs_dir: str | Path) -> list[dict]:

@@ -9,6 +9,7 @@ last.pt), then train until max_steps, max_epochs, max_minutes or early stopping 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -67,4 +68,7 @@ def write_summary(run_dir: Path, config: Config, trainer: Trainer, threads: int)
         "best_dev_bleu": progress.best_score if training.early_stopping_metric == "bleu" else None,
         "target_tokens": progress.target_tokens, "skipped_batches": progress.skipped_batches,
         "finished": not trainer.interrupted,
+        # When this training ended (UTC): with train_seconds, the wall-clock span it covered, so
+        # that an ensemble of runs trained side by side counts its minutes once (make report)
+        "ended_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     })

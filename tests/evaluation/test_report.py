@@ -87,6 +87,21 @@ def test_rows_come_from_the_files(tmp_path):
         "transformer", None, "bpe")  # a query order belongs to the RNN decoder only
 
 
+def test_an_ensemble_of_runs_trained_side_by_side_counts_their_minutes_once(tmp_path):
+    # a and b trained at the same time (30 minutes each, one core each), c after them
+    for name, ended in (("a", "2026-12-04T11:22:00Z"), ("b", "2026-12-04T11:23:00Z"),
+                        ("c", "2026-12-04T12:00:00Z")):
+        _write(tmp_path / name / "train_summary.json", {
+            "parameters": 100, "train_seconds": 1800.0, "cpu_seconds": 1700.0, "ended_at": ended})
+    for label, members in (("pair", "ab"), ("trio", "abc")):
+        _write(tmp_path / "a" / f"results.{label}.json", _results(30.0, 50.0, label=label, checkpoints=[
+            f"runs/{member}/checkpoints/best.pt" for member in members]))
+    rows = {row["name"]: row for row in collect_runs(tmp_path)}
+    assert rows["a (pair)"]["train_seconds"] == 1860.0  # 11:22 - 30 min to 11:23: 31 minutes
+    assert rows["a (pair)"]["cpu_seconds"] == 3400.0  # the CPU time is every run's
+    assert rows["a (trio)"]["train_seconds"] == 1860.0 + 1800.0  # c began after both ended
+
+
 def test_plain_and_markdown_tables(tmp_path):
     make_runs(tmp_path)
     rows = collect_runs(tmp_path)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,8 @@ def test_smoke_training_writes_checkpoints_curves_and_pictures(smoke_config, mon
     # the machine it ran on, for make report's tables per machine
     assert summary["cpu"] and summary["device"] in ("cpu", "cuda") and summary["dtype"] == "float32"
     assert summary["threads"] >= 1
+    ended = datetime.strptime(summary["ended_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    assert abs((datetime.now(timezone.utc) - ended).total_seconds()) < 600  # when it ended, in UTC
     # what the two validations (dev search, TensorBoard examples, best.pt) cost of the minutes
     assert 0 < summary["validation_seconds"] < summary["train_seconds"]
 
