@@ -22,9 +22,12 @@ def main(args: argparse.Namespace) -> None:
     command = shlex.join(["python", *sys.argv])
     if "WORLD_SIZE" in os.environ:  # started by torchrun
         command = f"torchrun --nproc-per-node {os.environ.get('LOCAL_WORLD_SIZE', '?')} {command}"
-    run_dir = train(load_config(args.config, args.overrides), command=command)
+    config = load_config(args.config, args.overrides)
+    run_dir = train(config, command=command)
     if os.environ.get("RANK", "0") == "0":  # under torchrun, once for the whole job
-        print(f"run: {run_dir}  (tensorboard --logdir {run_dir / 'tensorboard'})")
+        # training.members > 1: the members' curves side by side (runs/<name>/member<k>/)
+        logdir = run_dir if config.training.members > 1 else run_dir / "tensorboard"
+        print(f"run: {run_dir}  (tensorboard --logdir {logdir})")
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         # Every file is written and the process group destroyed. Skip the interpreter's teardown:
         # there torch's gloo threads once aborted a finished rank in CI ("terminate called

@@ -6,6 +6,8 @@ all ask here. In order:
 - checkpoints named by the caller (`--checkpoint a.pt [--checkpoint b.pt]`): several decode as
   an ensemble;
 - `eval.ensemble`: those checkpoints, as an ensemble;
+- with `training.members` > 1, one checkpoint per member (nmt/training/members.py), each chosen
+  as below, as an ensemble;
 - `eval.average: last:N | best:N`: the average of the run's kept step checkpoints, written now
   (nmt/checkpoints/averaging.py);
 - else the run's own `eval.checkpoint`: runs/<name>/checkpoints/best.pt (or last.pt), falling
@@ -37,6 +39,7 @@ from nmt.data.vocab import Vocab
 from nmt.errors import NMTError
 from nmt.model.ensemble import Ensemble
 from nmt.runtime import pick_device
+from nmt.training.members import member_run_dirs
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +64,9 @@ def choose_checkpoints(config: Config, checkpoint: str | Path | list | None = No
         paths = [Path(checkpoint)]
     else:
         paths = configured_checkpoints(config)
-        if config.eval.average:
-            return Chosen(paths, label or average_label(*parse_average(config.eval.average)))
+        if config.eval.average and not config.eval.ensemble:
+            averaged = average_label(*parse_average(config.eval.average))
+            return Chosen(paths, label or (averaged if len(paths) == 1 else f"ensemble.{averaged}"))
     if not paths:
         raise NMTError("no checkpoint given")
     if label is None and len(paths) > 1:
@@ -74,12 +78,14 @@ def choose_checkpoints(config: Config, checkpoint: str | Path | list | None = No
 
 def configured_checkpoints(config: Config) -> list[Path]:
     """The checkpoints used when none is named: eval.ensemble, else the average eval.average
-    asks for (written now from the run's kept checkpoints), else the run's eval.checkpoint."""
+    asks for (written now from the run's kept checkpoints), else the run's eval.checkpoint; one
+    per member of a run trained with training.members > 1 (an ensemble)."""
     if config.eval.ensemble:
         return [Path(p) for p in config.eval.ensemble]
+    run_dirs = member_run_dirs(config)
     if config.eval.average:
-        return [write_average(config.run_dir, *parse_average(config.eval.average))]
-    return [find_checkpoint(config, config.eval.checkpoint)]
+        return [write_average(run_dir, *parse_average(config.eval.average)) for run_dir in run_dirs]
+    return [find_checkpoint(config, config.eval.checkpoint, run_dir) for run_dir in run_dirs]
 
 
 def one_checkpoint(config: Config, checkpoint: str | Path | None = None) -> Path:
@@ -88,9 +94,10 @@ def one_checkpoint(config: Config, checkpoint: str | Path | None = None) -> Path
     return Path(checkpoint) if checkpoint else find_checkpoint(config, config.eval.checkpoint)
 
 
-def find_checkpoint(config: Config, which: str = "best") -> Path:
-    """runs/<name>/checkpoints/<which>.pt, falling back to the other one with a warning."""
-    folder = config.run_dir / "checkpoints"
+def find_checkpoint(config: Config, which: str = "best", run_dir: Path | None = None) -> Path:
+    """runs/<name>/checkpoints/<which>.pt (or `run_dir`'s), falling back to the other one with
+    a warning."""
+    folder = (run_dir or config.run_dir) / "checkpoints"
     other = "last" if which == "best" else "best"
     for name in (which, other):
         path = folder / f"{name}.pt"

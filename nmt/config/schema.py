@@ -114,6 +114,9 @@ class TrainingConfig:
     # AVX-512 BF16) computes bf16 natively. Weights, optimizer and loss stay float32.
     bf16: Literal["auto", True, False] = False
     threads: int = field(default=0, metadata=non_negative)  # CPU threads; 0: cores ÷ local ranks
+    # Models of this recipe trained side by side, one process each with seed + k and cores ÷
+    # members threads, and decoded as an ensemble (nmt/training/members.py); 1: one model
+    members: int = field(default=1, metadata=positive)
     batch_tokens: int = field(default=2000, metadata=positive)  # target tokens per batch (global)
     max_length: int = field(default=50, metadata=positive)  # drop longer training pairs (tokens)
     optimizer: Literal["adam", "adamw"] = "adam"  # adamw: weight decay decoupled from the gradient

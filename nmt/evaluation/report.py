@@ -189,7 +189,7 @@ def _labelled_rows(run: Path, own: dict, by_name: dict[str, dict]) -> list[dict]
         label = results.get("label") or path.name[len("results."):-len(".json")]
         row = {key: own.get(key) for key, _ in COLUMNS
                if key not in ("dev_bleu", "aer", "aer_posterior")}
-        row |= {"name": f"{run.name} ({label})", "run": run.name, "machine": own.get("machine"),
+        row |= {"name": f"{own['name']} ({label})", "run": own["name"], "machine": own.get("machine"),
                 "dev_bleu": None, "aer": None,
                 "aer_posterior": None,
                 "step": results.get("step", own.get("step")),
@@ -197,7 +197,7 @@ def _labelled_rows(run: Path, own: dict, by_name: dict[str, dict]) -> list[dict]
                 "chrf_signature": results.get("chrf_signature")}
         members = results.get("checkpoints") or []
         if len(members) > 1:  # an ensemble: every member's size, every member run's training
-            member_runs = [by_name.get(Path(m).parent.parent.name) for m in members]
+            member_runs = [by_name.get(_run_name(Path(m).parent.parent)) for m in members]
             row["parameters"] = (sum(r["parameters"] for r in member_runs)
                                  if all(r and r.get("parameters") for r in member_runs) else None)
             distinct = list({r["run"]: r for r in member_runs if r}.values())
@@ -230,20 +230,29 @@ def _wall_clock_span(runs: list[dict]) -> float | None:
     return covered
 
 
+def _run_name(run: Path) -> str:
+    """A run's name in the table: its folder's, "<run>/member<k>" for a member trained beside it
+    (training.members, nmt/training/members.py)."""
+    return f"{run.parent.name}/{run.name}" if run.name.startswith("member") else run.name
+
+
 def collect_runs(runs_dir: str | Path) -> list[dict]:
-    """A row per run folder (one holding a config, checkpoints or results), sorted by name, each
-    followed by the rows of its labelled results."""
+    """A row per run folder (one holding a config, checkpoints or results) and per member folder
+    inside one, sorted by name, each followed by the rows of its labelled results."""
     runs_dir = Path(runs_dir)
     folders = sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []
+    folders = [folder for run in folders
+               for folder in (run, *sorted(run.glob("member[0-9]*")))]
     own = {}
     for run in folders:
         found = _run_row(run)
         if found is not None:
-            own[run.name] = found[0]
+            own[_run_name(run)] = found[0] | {"name": _run_name(run), "run": _run_name(run),
+                                               "folder": run}
     rows = []
-    for name, row in own.items():
+    for row in own.values():
         rows.append(row)
-        rows.extend(_labelled_rows(runs_dir / name, row, own))
+        rows.extend(_labelled_rows(row["folder"], row, own))
     return rows
 
 

@@ -17,6 +17,7 @@ from nmt.config.schema import Config
 from nmt.io import atomic_write_json
 from nmt.model import attention_name, count_parameters
 from nmt.runtime import cpu_model, seed_everything
+from nmt.training.members import train_side_by_side
 from nmt.training.progress import StopSignal
 from nmt.training.setup import (distill_everywhere, load_training_data, open_run_dir,
                                 prepare_everywhere, start_processes)
@@ -29,7 +30,15 @@ def train(config: Config, command: str | None = None) -> Path:
     """Train (or resume) the experiment; returns the run directory.
 
     `command`, the command line that started it, is appended to runs/<name>/commands.txt so that
-    every figure in the results table can be traced back to how it was made."""
+    every figure in the results table can be traced back to how it was made. With
+    training.members > 1 every member trains at once, in processes of their own."""
+    if config.training.members > 1:
+        return train_side_by_side(config, command)
+    return train_one(config, command)
+
+
+def train_one(config: Config, command: str | None = None) -> Path:
+    """Train (or resume) one model: the experiment, or one member of it."""
     distributed, device, threads = start_processes(config.training)
     seed_everything(config.seed + distributed.rank)
     prepared = prepare_everywhere(config, distributed)

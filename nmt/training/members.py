@@ -1,0 +1,133 @@
+"""Several models of one recipe trained side by side (training.members): an ensemble inside one
+time budget.
+
+On a small CPU one process does not keep every core busy: on the project's 2-core AMD machine
+one process with 2 threads trained the default at ~2,500 target tokens a second, two processes
+of one thread each ~1,800 each. `training.members: N` trains N models at once, each in its own
+process with its own seed (seed, seed + 1, ...), its own share of the cores (cores ÷ N threads,
+pinned to those cores) and the whole time budget; `make eval`, `make translate` and `make serve`
+decode them as one ensemble (nmt/checkpoints/choose.py), each member averaged as eval.average
+says.
+
+Member 1 trains in runs/<name>/ itself, so that every tool that reads one model (alignment, the
+TensorBoard pictures, a report row) reads it as before; member k >= 2 trains in
+runs/<name>/member<k>/, a run folder of its own, and logs to its train.log there. Rerunning the
+command resumes every member. Ctrl-C reaches every member; SIGTERM to this process stops member
+1 and then the others, each saving its checkpoint first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import multiprocessing
+import os
+import sys
+from pathlib import Path
+
+from nmt.config.schema import Config
+from nmt.errors import NMTError
+
+log = logging.getLogger(__name__)
+
+
+def member_configs(config: Config) -> list[Config]:
+    """Each member's config: member 1 is `config` itself, member k >= 2 a run of its own in
+    runs/<name>/member<k>/ with seed + k - 1; every member gets its share of the CPU threads."""
+    training = config.training
+    threads = training.threads or max(1, len(_usable_cores()) // training.members)
+    members = []
+    for k in range(1, training.members + 1):
+        member = dataclasses.replace(config, training=dataclasses.replace(training, threads=threads))
+        if k > 1:
+            member = dataclasses.replace(
+                member, name=f"member{k}", runs_dir=str(config.run_dir), seed=config.seed + k - 1,
+                training=dataclasses.replace(member.training, members=1))
+        members.append(member)
+    return members
+
+
+def member_run_dirs(config: Config) -> list[Path]:
+    """runs/<name>/ and runs/<name>/member<k>/ for k = 2..training.members."""
+    return [config.run_dir] + [config.run_dir / f"member{k}"
+                               for k in range(2, config.training.members + 1)]
+
+
+def train_side_by_side(config: Config, command: str | None) -> Path:
+    """Train every member at once (members 2..N in child processes); returns runs/<name>/."""
+    from nmt.data.prepare import prepare
+    from nmt.training.loop import train_one
+
+    if "WORLD_SIZE" in os.environ:
+        raise NMTError("training.members > 1 starts its own processes; under torchrun set "
+                       "training.members=1")
+    prepare(config)  # once, before the members look for it
+    configs = member_configs(config)
+    cores = _usable_cores()
+    threads = configs[0].training.threads
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: no forked torch state
+    children = []
+    for index, member in enumerate(configs[1:], start=1):
+        member_cores = cores[index * threads:(index + 1) * threads]
+        child = context.Process(target=_train_member, name=member.name,
+                                args=(member, command, member_cores))
+        child.start()
+        children.append((member, child))
+    log.info("training %d members side by side, %d thread(s) each; members 2-%d log to %s",
+             len(configs), threads, len(configs), config.run_dir / "member<k>" / "train.log")
+    finished = False
+    try:
+        _pin(cores[:threads])
+        run_dir = train_one(configs[0], command)  # not train(): it would start the members again
+        finished = _finished(run_dir)
+    finally:
+        _pin(cores)  # this process's cores as they were
+        for member, child in children:
+            if not finished:  # member 1 stopped early (a signal, an error): stop the others too
+                child.terminate()  # SIGTERM: the member saves its checkpoint and leaves
+            child.join()
+    failed = [f"{member.run_dir / 'train.log'} (exit status {child.exitcode})"
+              for member, child in children if child.exitcode != 0]
+    if failed:
+        raise NMTError(f"a member's training failed; see {', '.join(failed)}")
+    return run_dir
+
+
+def _train_member(config: Config, command: str | None, cores: list[int]) -> None:
+    """A child process: train one member, its output in runs/<name>/member<k>/train.log."""
+    from nmt.cli import setup_logging
+    from nmt.training.loop import train_one
+
+    config.run_dir.mkdir(parents=True, exist_ok=True)
+    with open(config.run_dir / "train.log", "a", encoding="utf-8") as log_file:
+        os.dup2(log_file.fileno(), sys.stdout.fileno())
+        os.dup2(log_file.fileno(), sys.stderr.fileno())
+    setup_logging()
+    _pin(cores)
+    try:
+        train_one(config, command)
+    except NMTError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _finished(run_dir: Path) -> bool:
+    """Whether the run's training ended by its own stopping rule (not by a signal)."""
+    import json
+
+    try:
+        return bool(json.loads((run_dir / "train_summary.json").read_text())["finished"])
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def _usable_cores() -> list[int]:
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def _pin(cores: list[int]) -> None:
+    """Keep this process on its own cores (Linux), as the side-by-side runs were measured."""
+    if cores and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, cores)

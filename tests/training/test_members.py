@@ -1,0 +1,80 @@
+"""training.members: models of one recipe trained side by side and decoded as an ensemble."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+import torch
+
+from nmt.checkpoints.choose import choose_checkpoints, load_chosen
+from nmt.checkpoints.file import load_checkpoint
+from nmt.config.loader import load_config
+from nmt.errors import NMTError
+from nmt.evaluation.evaluate import evaluate
+from nmt.model.ensemble import Ensemble
+from nmt.training.loop import train
+from nmt.training.members import member_configs, member_run_dirs
+
+
+def with_members(config, members: int, **training):
+    return replace(config, training=replace(config.training, members=members, **training))
+
+
+def test_each_member_is_a_run_of_its_own_with_its_own_seed(smoke):
+    config = with_members(smoke, 3, threads=0)
+    members = member_configs(config)
+    assert [m.run_dir for m in members] == member_run_dirs(config) == [
+        smoke.run_dir, smoke.run_dir / "member2", smoke.run_dir / "member3"]
+    assert [m.seed for m in members] == [smoke.seed, smoke.seed + 1, smoke.seed + 2]
+    assert [m.training.members for m in members] == [3, 1, 1]  # member 1's config names them all
+    assert len({m.training.threads for m in members}) == 1 and members[0].training.threads >= 1
+    assert [m.training.threads for m in member_configs(with_members(smoke, 2, threads=3))] == [3, 3]
+
+
+@pytest.mark.e2e
+def test_members_train_side_by_side_and_make_eval_decodes_their_ensemble(smoke_config):
+    config = with_members(smoke_config, 2, max_steps=20, keep_checkpoints=2)
+    config = replace(config, eval=replace(config.eval, average="last:2"))
+    run_dir = train(config, command="python scripts/train.py smoke")
+
+    member2 = run_dir / "member2"
+    for folder in (run_dir, member2):
+        summary = json.loads((folder / "train_summary.json").read_text())
+        assert summary["finished"] and summary["step"] == 20 and summary["threads"] == 1
+        assert "python scripts/train.py smoke" in (folder / "commands.txt").read_text()
+    assert "step 20" in (member2 / "train.log").read_text()  # the member's log, not the console
+    first, second = (load_checkpoint(f / "checkpoints" / "last.pt") for f in (run_dir, member2))
+    assert second["config"]["seed"] == first["config"]["seed"] + 1
+    assert not torch.equal(next(iter(first["model"].values())),
+                           next(iter(second["model"].values())))  # two different models
+
+    chosen = choose_checkpoints(config)
+    assert chosen.label == "ensemble.average_last2"
+    assert chosen.paths == [run_dir / "checkpoints" / "average_last2.pt",
+                            member2 / "checkpoints" / "average_last2.pt"]
+    assert isinstance(load_chosen(chosen.paths, "cpu").model, Ensemble)
+    results = evaluate(config)
+    assert results["checkpoints"] == [str(p) for p in chosen.paths]
+    assert (run_dir / "results.ensemble.average_last2.json").is_file()
+
+    # rerunning the command resumes every member, which end at once: their steps are spent
+    train(config)
+    assert load_checkpoint(member2 / "checkpoints" / "last.pt")["progress"]["step"] == 20
+    # the run folder is member 1's, and it belongs to an experiment of 2 members
+    with pytest.raises(NMTError, match="differs in: training.members"):
+        train(with_members(config, 1))
+
+
+def test_members_are_refused_under_torchrun(smoke, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(NMTError, match="under torchrun set training.members=1"):
+        train(with_members(smoke, 2))
+
+
+def test_members_must_be_positive(tmp_path):
+    path = tmp_path / "exp.yaml"
+    path.write_text("training:\n  members: 0\n", encoding="utf-8")
+    with pytest.raises(NMTError, match=r"exp\.yaml: training\.members = 0"):
+        load_config(path)
