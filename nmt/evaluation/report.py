@@ -120,7 +120,8 @@ def machine(summary: dict | None) -> str:
     if not summary or not summary.get("cpu"):
         return "machine not recorded"
     device = "" if summary.get("device", "cpu") == "cpu" else f", {summary['device']}"
-    return f"{summary['cpu']}{device}, {summary.get('threads')} threads, {summary.get('dtype')}"
+    threads = summary.get("threads")
+    return f"{summary['cpu']}{device}, {threads} thread{'' if threads == 1 else 's'}, {summary.get('dtype')}"
 
 
 def _scores(row: dict, results: dict) -> None:

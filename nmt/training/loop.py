@@ -8,6 +8,7 @@ last.pt), then train until max_steps, max_epochs, max_minutes or early stopping 
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import asdict
@@ -65,7 +66,15 @@ def train_one(config: Config, command: str | None = None) -> Path:
 def write_summary(run_dir: Path, config: Config, trainer: Trainer, threads: int) -> None:
     """runs/<name>/train_summary.json: what make report tabulates, with the machine it ran on."""
     progress, training = trainer.progress, config.training
-    atomic_write_json(run_dir / "train_summary.json", {
+    path = run_dir / "train_summary.json"
+    ended_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    try:  # a rerun that found the budget spent (make eval runs make train) trained nothing new
+        previous = json.loads(path.read_text(encoding="utf-8"))
+        if previous.get("step") == progress.step and previous.get("ended_at"):
+            ended_at = previous["ended_at"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    atomic_write_json(path, {
         "name": config.name, "architecture": config.model.architecture,
         "attention": attention_name(asdict(config.model)),
         "parameters": count_parameters(trainer.model), "step": progress.step, "epoch": progress.epoch,
@@ -79,5 +88,5 @@ def write_summary(run_dir: Path, config: Config, trainer: Trainer, threads: int)
         "finished": not trainer.interrupted,
         # When this training ended (UTC): with train_seconds, the wall-clock span it covered, so
         # that an ensemble of runs trained side by side counts its minutes once (make report)
-        "ended_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "ended_at": ended_at,
     })

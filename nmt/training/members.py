@@ -73,8 +73,8 @@ def train_side_by_side(config: Config, command: str | None) -> Path:
                                 args=(member, command, member_cores))
         child.start()
         children.append((member, child))
-    log.info("training %d members side by side, %d thread(s) each; members 2-%d log to %s",
-             len(configs), threads, len(configs), config.run_dir / "member<k>" / "train.log")
+    log.info("training %d members side by side, %d thread(s) each; member 1 here, the others "
+             "in %s", len(configs), threads, config.run_dir / "member<k>" / "train.log")
     finished = False
     try:
         _pin(cores[:threads])

@@ -11,6 +11,7 @@ import torch
 from nmt.checkpoints.choose import choose_checkpoints, load_chosen
 from nmt.checkpoints.file import load_checkpoint
 from nmt.config.loader import load_config
+from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
 from nmt.evaluation.evaluate import evaluate
 from nmt.model.ensemble import Ensemble
@@ -58,10 +59,20 @@ def test_members_train_side_by_side_and_make_eval_decodes_their_ensemble(smoke_c
     results = evaluate(config)
     assert results["checkpoints"] == [str(p) for p in chosen.paths]
     assert (run_dir / "results.ensemble.average_last2.json").is_file()
+    # make translate and make serve (a run folder) decode the same ensemble, attention included
+    translator = Translator.from_run(run_dir)
+    assert isinstance(translator.model, Ensemble)
+    translation = translator.translate(["汤姆喜欢猫。"])[0]
+    assert translation.attention is not None and translation.attention.shape[0] >= 1
 
-    # rerunning the command resumes every member, which end at once: their steps are spent
+    # rerunning the command resumes every member, which end at once: their steps are spent,
+    # and when they ended stays when they trained (make report spans the members' wall clock)
+    summary_path = run_dir / "train_summary.json"
+    summary = json.loads(summary_path.read_text()) | {"ended_at": "2026-01-01T00:00:00Z"}
+    summary_path.write_text(json.dumps(summary))
     train(config)
     assert load_checkpoint(member2 / "checkpoints" / "last.pt")["progress"]["step"] == 20
+    assert json.loads(summary_path.read_text())["ended_at"] == "2026-01-01T00:00:00Z"
     # the run folder is member 1's, and it belongs to an experiment of 2 members
     with pytest.raises(NMTError, match="differs in: training.members"):
         train(with_members(config, 1))
