@@ -2,8 +2,8 @@
 time budget.
 
 On a small CPU one process does not keep every core busy: on the project's 2-core AMD machine
-one process with 2 threads trained the default at ~2,500 target tokens a second, two processes
-of one thread each ~1,800 each. `training.members: N` trains N models at once, each in its own
+one process with 2 threads trained the default at 2,230 target tokens a second, two processes of
+one thread each at 1,650 each (30-minute averages, docs/training.md). `training.members: N` trains N models at once, each in its own
 process with its own seed (seed, seed + 1, ...), its own share of the cores (cores ÷ N threads,
 pinned to those cores) and the whole time budget; `make eval`, `make translate` and `make serve`
 decode them as one ensemble (nmt/checkpoints/choose.py), each member averaged as eval.average
@@ -19,6 +19,7 @@ command resumes every member. Ctrl-C reaches every member; SIGTERM to this proce
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import multiprocessing
 import os
@@ -113,8 +114,6 @@ def _train_member(config: Config, command: str | None, cores: list[int]) -> None
 
 def _finished(run_dir: Path) -> bool:
     """Whether the run's training ended by its own stopping rule (not by a signal)."""
-    import json
-
     try:
         return bool(json.loads((run_dir / "train_summary.json").read_text())["finished"])
     except (OSError, ValueError, KeyError):

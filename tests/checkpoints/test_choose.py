@@ -53,6 +53,19 @@ def test_translate_and_eval_use_the_checkpoints_the_config_names(smoke, checkpoi
     assert load_chosen(averaged, "cpu").progress["step"] == 30  # the newest one's progress
 
 
+def test_a_run_of_several_members_is_scored_as_their_ensemble(smoke, checkpoint):
+    """training.members > 1: each member's eval.checkpoint (or average), decoded together."""
+    members = replace(smoke, training=replace(smoke.training, members=2))
+    other = write_random_checkpoint(smoke.run_dir / "member2" / "checkpoints" / "best.pt",
+                                    replace(smoke, seed=7))
+    chosen = choose_checkpoints(members)
+    assert chosen.paths == [checkpoint, other] and chosen.label == "ensemble"
+    assert isinstance(load_chosen(chosen.paths, "cpu").model, Ensemble)
+    other.unlink()
+    with pytest.raises(NMTError, match="member2/checkpoints: train this experiment first"):
+        choose_checkpoints(members)
+
+
 def test_the_label_names_what_is_scored(smoke, checkpoint, tmp_path):
     """The run's own checkpoint writes results.json; anything else results.<label>.json."""
     other = write_random_checkpoint(tmp_path / "mine.pt", smoke)
