@@ -23,10 +23,17 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def usable_cores() -> list[int]:
+    """The CPU cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
 def set_threads(threads: int) -> int:
     """torch's intra-op threads: `threads`, or when 0 this process's share of the cores."""
     if threads == 0:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        cores = len(usable_cores())
         # torchrun's processes on one machine share its cores; more threads than cores would
         # have them take turns (torchrun's OMP_NUM_THREADS=1 does not bind torch.set_num_threads).
         threads = max(1, cores // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from nmt.config.schema import Config
 from nmt.errors import NMTError
+from nmt.runtime import usable_cores
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ def member_configs(config: Config) -> list[Config]:
     """Each member's config: member 1 is `config` itself, member k >= 2 a run of its own in
     runs/<name>/member<k>/ with seed + k - 1; every member gets its share of the CPU threads."""
     training = config.training
-    threads = training.threads or max(1, len(_usable_cores()) // training.members)
+    threads = training.threads or max(1, len(usable_cores()) // training.members)
     members = []
     for k in range(1, training.members + 1):
         member = dataclasses.replace(config, training=dataclasses.replace(training, threads=threads))
@@ -64,7 +65,7 @@ def train_side_by_side(config: Config, command: str | None) -> Path:
                        "training.members=1")
     prepare(config)  # once, before the members look for it
     configs = member_configs(config)
-    cores = _usable_cores()
+    cores = usable_cores()
     threads = configs[0].training.threads
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: no forked torch state
     children = []
@@ -118,12 +119,6 @@ def _finished(run_dir: Path) -> bool:
         return bool(json.loads((run_dir / "train_summary.json").read_text())["finished"])
     except (OSError, ValueError, KeyError):
         return False
-
-
-def _usable_cores() -> list[int]:
-    if hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    return list(range(os.cpu_count() or 1))
 
 
 def _pin(cores: list[int]) -> None:
