@@ -38,6 +38,7 @@ from nmt.data.prepare import load_prepared
 from nmt.data.vocab import EOS_ID, Vocab
 from nmt.decoding.translate import decode_ids
 from nmt.decoding.translator import Translator
+from nmt.decoding.workers import worker_count
 from nmt.errors import NMTError
 from nmt.io import read_lines
 from nmt.model import build_model, count_parameters, describe
@@ -124,7 +125,8 @@ def measure(args: argparse.Namespace) -> None:
     runs = []
     for _ in range(args.repeat):
         start = time.perf_counter()
-        found = decode_ids(translator.model, src_ids, search, translator.device)
+        found = decode_ids(translator.model, src_ids, search, translator.device,
+                           workers=search.workers)
         runs.append(time.perf_counter() - start)
     search_seconds = statistics.median(runs)
 
@@ -146,7 +148,9 @@ def measure(args: argparse.Namespace) -> None:
     print(f"model       {source}: {count_parameters(model) / 1e6:.1f}M parameters, "
           f"{describe(model.config)}, vocab {len(translator.src_vocab)} / "
           f"{len(translator.tgt_vocab)}")
+    workers = worker_count(search.workers, -(-n // search.batch_size), translator.device)
     print(f"decoding    {n} test sentences, beam {search.beam_size}, batch {search.batch_size}, "
+          f"{workers} worker process(es), "
           f"alpha {search.length_penalty}; {ended} ended with </s>, "
           f"{out_tokens / n:.1f} output steps per sentence on average")
     print(f"search      {search_seconds:.2f} s: {n / search_seconds:.1f} sentences/s, "

@@ -30,6 +30,12 @@ def usable_cores() -> list[int]:
     return list(range(os.cpu_count() or 1))
 
 
+def pin_to_cores(cores: list[int]) -> None:
+    """Keep this process on these cores (Linux; nothing elsewhere or when `cores` is empty)."""
+    if cores and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, cores)
+
+
 def set_threads(threads: int) -> int:
     """torch's intra-op threads: `threads`, or when 0 this process's share of the cores."""
     if threads == 0:

@@ -73,6 +73,8 @@ def test_bf16_takes_true_false_or_auto(tmp_path):
 def test_bad_value_says_what_is_allowed(tmp_path):
     with pytest.raises(NMTError, match=r"data\.dev_size = 0 is not allowed; use a number > 0"):
         load_config(write(tmp_path, "data:\n  dev_size: 0\n"))
+    with pytest.raises(NMTError, match=r"search\.workers = -1 is not allowed; use a number >= 0"):
+        load_config(write(tmp_path, "name: x\n"), ["search.workers=-1"])
 
 
 def test_overrides_are_parsed_as_yaml_values(tmp_path):

@@ -194,6 +194,9 @@ class SearchConfig:
     n_best: int = field(default=1, metadata=positive)  # translations returned per sentence (<= beam_size)
     replace_unk: bool = False  # replace <unk> by the most-attended source token
     batch_size: int = field(default=64, metadata=positive)  # sentences per decoding batch
+    # Processes searching batches side by side on the CPU, the threads shared among them
+    # (nmt/decoding/workers.py); 0: one per thread (training.threads), 1: all in one process.
+    workers: int = field(default=0, metadata=non_negative)
 
 
 @dataclass

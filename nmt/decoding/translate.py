@@ -22,12 +22,14 @@ from nmt.data.batching import in_model_order
 from nmt.data.vocab import BOS_ID, PAD_ID
 from nmt.decoding.hypothesis import Hypothesis, reversed_hypothesis
 from nmt.decoding.search import search
+from nmt.decoding.workers import search_batches, worker_count
 from nmt.model import MAX_SOURCE_TOKENS, inference, target_order
 
 
 def decode_ids(model, src_ids: list[list[int]], config: SearchConfig,
                device: torch.device | str | None = None, keep_attention: bool = False,
-               progress: Callable[[int], None] | None = None) -> list[list[Hypothesis]]:
+               progress: Callable[[int], None] | None = None,
+               workers: int = 1) -> list[list[Hypothesis]]:
     """Search every sentence of `src_ids` (source ids, no <s>/</s>); per sentence its n-best list.
 
     Sentences are sorted by length into batches of `config.batch_size` (less padding) and
@@ -35,6 +37,8 @@ def decode_ids(model, src_ids: list[list[int]], config: SearchConfig,
     model. The model is put in eval mode for the search and back into its former mode after.
     `progress(n)` is called after each batch with the number of sentences it held. A
     right_to_left model's hypotheses come back in reading order (see the module docstring).
+    `workers`: processes searching batches side by side (nmt/decoding/workers.py; 0: one per
+    thread); the hypotheses are the same as with one.
     """
     device = torch.device(device) if device is not None else next(model.parameters()).device
     reverse = target_order(model) == "right_to_left"
@@ -46,15 +50,20 @@ def decode_ids(model, src_ids: list[list[int]], config: SearchConfig,
         else:
             results[i] = [Hypothesis([], 0.0, 0.0, True, None)]
     order.sort(key=lambda i: -len(src_ids[i]))
+    batches = [order[start:start + config.batch_size]
+               for start in range(0, len(order), config.batch_size)]
+
+    def search_batch(batch: list[int]) -> list[list[Hypothesis]]:
+        rows = [list(src_ids[i])[:MAX_SOURCE_TOKENS] for i in batch]
+        lengths = torch.tensor([len(r) for r in rows])  # (B,)
+        src = torch.full((len(rows), int(lengths.max())), PAD_ID, dtype=torch.long)  # (B, S)
+        for row, ids in enumerate(rows):
+            src[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+        return search(model, src.to(device), lengths.to(device), config, keep_attention)
+
     with inference(model):
-        for start in range(0, len(order), config.batch_size):
-            batch = order[start:start + config.batch_size]
-            rows = [list(src_ids[i])[:MAX_SOURCE_TOKENS] for i in batch]
-            lengths = torch.tensor([len(r) for r in rows])  # (B,)
-            src = torch.full((len(rows), int(lengths.max())), PAD_ID, dtype=torch.long)  # (B, S)
-            for row, ids in enumerate(rows):
-                src[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-            found = search(model, src.to(device), lengths.to(device), config, keep_attention)
+        for batch, found in search_batches(search_batch, batches,
+                                           worker_count(workers, len(batches), device)):
             for i, hyps in zip(batch, found):
                 results[i] = [reversed_hypothesis(h) for h in hyps] if reverse else hyps
             if progress is not None:

@@ -190,11 +190,11 @@ class Translator:
         src_ids = [self.src_vocab.encode(s) for s in sources]
         if self.reranker is None:
             found = decode_ids(self.model, src_ids, search, self.device, keep_attention=keep,
-                               progress=progress)
+                               progress=progress, workers=search.workers)
         else:  # the whole beam is the n-best list the rescoring models choose from
             whole_beam = dataclasses.replace(search, n_best=search.beam_size)
             found = decode_ids(self.model, src_ids, whole_beam, self.device, keep_attention=keep,
-                               progress=progress)
+                               progress=progress, workers=search.workers)
             found = [hyps[: search.n_best] for hyps in self.reranker.rerank(src_ids, found, search)]
         return [self._translation(src, hyps) for src, hyps in zip(sources, found)]
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import threading
@@ -57,5 +58,8 @@ class RunRegistry:
                     # Shared by threads: decoding restores the mode it found, so eval stays eval
                     # and no request ever sees another switch dropout on.
                     translator.model.eval()
+                    # No forked search workers: forking a process whose threads serve requests
+                    # could copy a lock one of them holds; a request's batch is small anyway.
+                    translator.search = dataclasses.replace(translator.search, workers=1)
                     self._loaded[name] = Batcher(translator)
         return self._loaded[name]

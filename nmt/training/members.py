@@ -28,7 +28,7 @@ from pathlib import Path
 
 from nmt.config.schema import Config
 from nmt.errors import NMTError
-from nmt.runtime import usable_cores
+from nmt.runtime import pin_to_cores, usable_cores
 
 log = logging.getLogger(__name__)
 
@@ -79,11 +79,11 @@ def train_side_by_side(config: Config, command: str | None) -> Path:
              "in %s", len(configs), threads, config.run_dir / "member<k>" / "train.log")
     finished = False
     try:
-        _pin(cores[:threads])
+        pin_to_cores(cores[:threads])
         run_dir = train_one(configs[0], command)  # not train(): it would start the members again
         finished = _finished(run_dir)
     finally:
-        _pin(cores)  # this process's cores as they were
+        pin_to_cores(cores)  # this process's cores as they were
         for member, child in children:
             if not finished:  # member 1 stopped early (a signal, an error): stop the others too
                 child.terminate()  # SIGTERM: the member saves its checkpoint and leaves
@@ -105,7 +105,7 @@ def _train_member(config: Config, command: str | None, cores: list[int]) -> None
         os.dup2(log_file.fileno(), sys.stdout.fileno())
         os.dup2(log_file.fileno(), sys.stderr.fileno())
     setup_logging()
-    _pin(cores)
+    pin_to_cores(cores)
     try:
         train_one(config, command)
     except NMTError as error:
@@ -119,9 +119,3 @@ def _finished(run_dir: Path) -> bool:
         return bool(json.loads((run_dir / "train_summary.json").read_text())["finished"])
     except (OSError, ValueError, KeyError):
         return False
-
-
-def _pin(cores: list[int]) -> None:
-    """Keep this process on its own cores (Linux), as the side-by-side runs were measured."""
-    if cores and hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, cores)

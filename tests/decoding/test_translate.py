@@ -8,6 +8,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from random_checkpoint import single_thread, write_random_checkpoint
@@ -169,3 +170,23 @@ def test_script_files_attention_and_errors(tmp_path, smoke, checkpoint):
                           str(tmp_path / "none.pt"), stdin="猫\n")
     assert missing.returncode == 2
     assert missing.stderr.startswith("error: ") and "Traceback" not in missing.stderr
+
+
+def test_search_workers_give_the_same_translations_in_order(checkpoint, smoke):
+    """search.workers = 2: batches searched in two forked processes, merged back in input order."""
+    lines = ["汤姆喜欢猫。", "猫", "玛丽喜欢狗和书。汤姆喜欢猫。", "", "狗。", "Tom 3", "书。", "猫狗"]
+
+    def translate(workers: int):
+        search = replace(smoke.search, batch_size=2, beam_size=3, n_best=2, workers=workers)
+        translator = Translator.from_checkpoint(checkpoint, search=search, device="cpu",
+                                                keep_attention=True)
+        seen = []
+        return translator.translate(lines, progress=seen.append), seen
+
+    (one, one_progress), (two, two_progress) = translate(1), translate(2)
+    assert [t.n_best for t in two] == [t.n_best for t in one]
+    for a, b in zip(one, two):
+        assert (a.attention is None) == (b.attention is None)
+        if a.attention is not None:
+            assert np.allclose(a.attention, b.attention)
+    assert sum(one_progress) == sum(two_progress) == len(lines) - 1  # the blank line is not searched
