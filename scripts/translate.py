@@ -37,6 +37,7 @@ from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
 from nmt.decoding.streaming import interactive, translate_stream
 from nmt.decoding.translator import Translator
+from nmt.decoding.workers import worker_count
 from nmt.errors import NMTError
 from nmt.io import atomic_write, count_lines, iter_lines
 from nmt.model import has_alignment
@@ -70,6 +71,8 @@ def main(args: argparse.Namespace) -> None:
     else:  # a pipe, read as it arrives
         file, lines, bar = None, iter_lines(sys.stdin.buffer, "<stdin>"), None
     chunk = config.search.batch_size
+    if args.input is not None:  # a whole file: enough batches at a time for every search worker
+        chunk *= 4 * worker_count(config.search.workers, sys.maxsize, translator.device)
     try:
         if args.output is None:
             to_stdout(translator, lines, chunk, attention_dir, bar)

@@ -162,6 +162,12 @@ def test_script_files_attention_and_errors(tmp_path, smoke, checkpoint):
     assert sorted(p.name for p in plots.iterdir()) == [
         "0001.json", "0001.png", "0003.json", "0003.png", "0004.json", "0004.png"]
 
+    in_workers = tmp_path / "workers.en"  # one sentence a batch, the batches shared by 2 workers
+    done = _run_script(str(REPO / "configs" / "smoke.yaml"), *overrides, "search.batch_size=1",
+                       "search.workers=2", "--input", str(source), "--output", str(in_workers))
+    assert done.returncode == 0, done.stderr
+    assert in_workers.read_text(encoding="utf-8") == output.read_text(encoding="utf-8")
+
     piped = _run_script(str(REPO / "configs" / "smoke.yaml"), *overrides, stdin="汤姆\n\n猫\n")
     assert piped.returncode == 0, piped.stderr
     assert len(piped.stdout.split("\n")) == 3 + 1
