@@ -148,7 +148,8 @@ def _run_row(run: Path) -> tuple[dict, dict | None] | None:
         row.update({"parameters": summary.get("parameters"), "step": summary.get("step"),
                     "train_seconds": summary.get("train_seconds"),
                     "cpu_seconds": summary.get("cpu_seconds"),
-                    "dev_bleu": summary.get("best_dev_bleu"), "ended_at": summary.get("ended_at")})
+                    "dev_bleu": summary.get("best_dev_bleu"), "ended_at": summary.get("ended_at"),
+                    "spans": summary.get("spans")})
     else:
         facts, checkpoint_config = _from_checkpoint(run)
         row.update(facts)
@@ -214,21 +215,30 @@ def _labelled_rows(run: Path, own: dict, by_name: dict[str, dict]) -> list[dict]
 
 
 def _wall_clock_span(runs: list[dict]) -> float | None:
-    """Seconds of wall clock that the runs' trainings cover together: the union of the intervals
-    [ended_at - train_seconds, ended_at]; None when a run did not record ended_at."""
-    intervals = []
+    """Seconds of wall clock that the runs' trainings cover together: the union of their
+    sessions' [start, end] spans (a run without them: [ended_at - train_seconds, ended_at]);
+    training seconds no recorded span holds count as trained alone. None when a run did not
+    record ended_at."""
+    intervals, alone = [], 0.0
     for run in runs:
         try:
-            ended = datetime.strptime(run["ended_at"], "%Y-%m-%dT%H:%M:%SZ").replace(
-                tzinfo=timezone.utc).timestamp()
+            spans = [[_timestamp(start), _timestamp(end)] for start, end in run.get("spans") or []]
+            if not spans:
+                ended = _timestamp(run["ended_at"])
+                spans = [[ended - run["train_seconds"], ended]]
         except (KeyError, TypeError, ValueError):
             return None
-        intervals.append((ended - run["train_seconds"], ended))
+        intervals += spans
+        alone += max(0.0, run["train_seconds"] - sum(end - start for start, end in spans))
     covered, reached = 0.0, float("-inf")
     for start, end in sorted(intervals):
         covered += max(0.0, end - max(start, reached))
         reached = max(reached, end)
-    return covered
+    return covered + alone
+
+
+def _timestamp(utc: str) -> float:
+    return datetime.strptime(utc, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
 
 
 def _run_name(run: Path) -> str:

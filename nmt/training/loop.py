@@ -67,13 +67,20 @@ def write_summary(run_dir: Path, config: Config, trainer: Trainer, threads: int)
     """runs/<name>/train_summary.json: what make report tabulates, with the machine it ran on."""
     progress, training = trainer.progress, config.training
     path = run_dir / "train_summary.json"
-    ended_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    try:  # a rerun that found the budget spent (make eval runs make train) trained nothing new
+    now = time.time()
+    ended_at = _utc(now)
+    try:
         previous = json.loads(path.read_text(encoding="utf-8"))
-        if previous.get("step") == progress.step and previous.get("ended_at"):
-            ended_at = previous["ended_at"]
-    except (OSError, ValueError, AttributeError):
-        pass
+    except (OSError, ValueError):
+        previous = {}
+    if not isinstance(previous, dict) or previous.get("step", 0) > progress.step:
+        previous = {}  # not this run's past: a run started afresh in its folder
+    spans = list(previous.get("spans") or [])
+    if previous.get("step") == progress.step and previous.get("ended_at"):
+        ended_at = previous["ended_at"]  # a rerun that found the budget spent trained nothing new
+    else:  # this session's wall clock: the training seconds it added, up to now
+        session = max(0.0, progress.train_seconds - previous.get("train_seconds", 0))
+        spans.append([_utc(now - session), ended_at])
     atomic_write_json(path, {
         "name": config.name, "architecture": config.model.architecture,
         "attention": attention_name(asdict(config.model)),
@@ -86,7 +93,12 @@ def write_summary(run_dir: Path, config: Config, trainer: Trainer, threads: int)
         "best_dev_bleu": progress.best_score if training.early_stopping_metric == "bleu" else None,
         "target_tokens": progress.target_tokens, "skipped_batches": progress.skipped_batches,
         "finished": not trainer.interrupted,
-        # When this training ended (UTC): with train_seconds, the wall-clock span it covered, so
-        # that an ensemble of runs trained side by side counts its minutes once (make report)
-        "ended_at": ended_at,
+        # When this training ended (UTC) and the [start, end] of each session that trained it (a
+        # resumed run has several), so that an ensemble of runs trained side by side counts its
+        # minutes once (make report)
+        "ended_at": ended_at, "spans": spans,
     })
+
+
+def _utc(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))

@@ -102,6 +102,23 @@ def test_an_ensemble_of_runs_trained_side_by_side_counts_their_minutes_once(tmp_
     assert rows["a (trio)"]["train_seconds"] == 1860.0 + 1800.0  # c began after both ended
 
 
+def test_a_resumed_run_counts_each_of_its_sessions(tmp_path):
+    # t trained 10:00-10:30 and, resumed, 12:00-12:30, plus 10 minutes no span recorded (a copy
+    # of an older run's folder); u trained 10:30-11:00 between t's sessions
+    _write(tmp_path / "t" / "train_summary.json", {
+        "parameters": 100, "train_seconds": 4200.0, "cpu_seconds": 4200.0,
+        "ended_at": "2026-12-04T12:30:00Z",
+        "spans": [["2026-12-04T10:00:00Z", "2026-12-04T10:30:00Z"],
+                  ["2026-12-04T12:00:00Z", "2026-12-04T12:30:00Z"]]})
+    _write(tmp_path / "u" / "train_summary.json", {
+        "parameters": 100, "train_seconds": 1800.0, "cpu_seconds": 1800.0,
+        "ended_at": "2026-12-04T11:00:00Z"})
+    _write(tmp_path / "t" / "results.both.json", _results(30.0, 50.0, label="both", checkpoints=[
+        "runs/t/checkpoints/best.pt", "runs/u/checkpoints/best.pt"]))
+    rows = {row["name"]: row for row in collect_runs(tmp_path)}
+    assert rows["t (both)"]["train_seconds"] == 3 * 1800.0 + 600.0  # nothing overlapped
+
+
 def test_plain_and_markdown_tables(tmp_path):
     make_runs(tmp_path)
     rows = collect_runs(tmp_path)

@@ -72,7 +72,8 @@ def test_members_train_side_by_side_and_make_eval_decodes_their_ensemble(smoke_c
     summary_path.write_text(json.dumps(summary))
     train(config)
     assert load_checkpoint(member2 / "checkpoints" / "last.pt")["progress"]["step"] == 20
-    assert json.loads(summary_path.read_text())["ended_at"] == "2026-01-01T00:00:00Z"
+    rerun = json.loads(summary_path.read_text())
+    assert rerun["ended_at"] == "2026-01-01T00:00:00Z" and rerun["spans"] == summary["spans"]
     # the run folder is member 1's, and it belongs to an experiment of 2 members
     with pytest.raises(NMTError, match="differs in: training.members"):
         train(with_members(config, 1))

@@ -60,6 +60,8 @@ def test_smoke_training_writes_checkpoints_curves_and_pictures(smoke_config, mon
     assert summary["threads"] >= 1
     ended = datetime.strptime(summary["ended_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
     assert abs((datetime.now(timezone.utc) - ended).total_seconds()) < 600  # when it ended, in UTC
+    [(started, ended_again)] = summary["spans"]  # one session, ending when the run did
+    assert ended_again == summary["ended_at"] and started <= ended_again
     # what the two validations (dev search, TensorBoard examples, best.pt) cost of the minutes
     assert 0 < summary["validation_seconds"] < summary["train_seconds"]
 
