@@ -73,13 +73,13 @@ def write_summary(run_dir: Path, config: Config, trainer: Trainer, threads: int)
         previous = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         previous = {}
-    if not isinstance(previous, dict) or previous.get("step", 0) > progress.step:
+    if not isinstance(previous, dict) or (previous.get("step") or 0) > progress.step:
         previous = {}  # not this run's past: a run started afresh in its folder
     spans = list(previous.get("spans") or [])
     if previous.get("step") == progress.step and previous.get("ended_at"):
         ended_at = previous["ended_at"]  # a rerun that found the budget spent trained nothing new
     else:  # this session's wall clock: the training seconds it added, up to now
-        session = max(0.0, progress.train_seconds - previous.get("train_seconds", 0))
+        session = max(0.0, progress.train_seconds - (previous.get("train_seconds") or 0))
         spans.append([_utc(now - session), ended_at])
     atomic_write_json(path, {
         "name": config.name, "architecture": config.model.architecture,
