@@ -188,13 +188,11 @@ class Translator:
         sources = [self.segment(line, first_line_number + i) for i, line in enumerate(lines)]
         keep = self.keep_attention or search.replace_unk
         src_ids = [self.src_vocab.encode(s) for s in sources]
-        if self.reranker is None:
-            found = decode_ids(self.model, src_ids, search, self.device, keep_attention=keep,
-                               progress=progress, workers=search.workers)
-        else:  # the whole beam is the n-best list the rescoring models choose from
-            whole_beam = dataclasses.replace(search, n_best=search.beam_size)
-            found = decode_ids(self.model, src_ids, whole_beam, self.device, keep_attention=keep,
-                               progress=progress, workers=search.workers)
+        # With rescoring models the whole beam is the n-best list they choose from.
+        searched = search if self.reranker is None else dataclasses.replace(search, n_best=search.beam_size)
+        found = decode_ids(self.model, src_ids, searched, self.device, keep_attention=keep,
+                           progress=progress, workers=search.workers)
+        if self.reranker is not None:
             found = [hyps[: search.n_best] for hyps in self.reranker.rerank(src_ids, found, search)]
         return [self._translation(src, hyps) for src, hyps in zip(sources, found)]
 

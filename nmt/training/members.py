@@ -3,9 +3,9 @@ time budget.
 
 On a small CPU one process does not keep every core busy: on the project's 2-core AMD machine
 one process with 2 threads trained the default at 2,230 target tokens a second, two processes of
-one thread each at 1,650 each (30-minute averages, docs/training.md). `training.members: N` trains N models at once, each in its own
-process with its own seed (seed, seed + 1, ...), its own share of the cores (cores ÷ N threads,
-pinned to those cores) and the whole time budget; `make eval`, `make translate` and `make serve`
+one thread each at 1,650 each (30-minute averages, docs/training.md). `training.members: N`
+trains N models at once, each in its own process with its own seed (seed, seed + 1, ...), its
+own share of the cores (cores ÷ N threads, pinned to those cores) and the whole time budget; `make eval`, `make translate` and `make serve`
 decode them as one ensemble (nmt/checkpoints/choose.py), each member averaged as eval.average
 says.
 
