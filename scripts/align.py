@@ -14,7 +14,9 @@ file's units, whatever the model's own units are). The model forced-decodes the 
 model's posterior: the attention times how well each source token alone predicts the English
 token, renormalized) becomes links by --method:
 argmax (each English token to its most attended source word), threshold (every weight >=
---threshold), intersect, union or grow-diag-final-and of the row- and column-wise argmax.
+--threshold), intersect, union or grow-diag-final-and of the row- and column-wise argmax. The
+model is the one `make eval` scores: a run trained with training.members > 1 aligns as their
+ensemble, by the members' mean attention (or mean posterior); --checkpoint names one model.
 eflomal learns from the training split plus the pairs, both directions, symmetrized by --method
 (default grow-diag-final-and).
 
@@ -83,8 +85,10 @@ if __name__ == "__main__":
     parser.add_argument("--input", help="pairs to align, one a line (default: stdin)")
     parser.add_argument("--output", help="where the links go (default: stdout)")
     parser.add_argument("--gold", help="a gold alignment file: align its pairs and score them")
-    parser.add_argument("--checkpoint", help="a checkpoint file (default: the run's eval.checkpoint: "
-                                               "best.pt, else last.pt)")
+    parser.add_argument("--checkpoint", help="one model's checkpoint file (default: what make eval "
+                                               "scores: the members' ensemble of a run with "
+                                               "training.members > 1, eval.average's average, "
+                                               "else best.pt)")
     parser.add_argument("--aligner", choices=ALIGNERS, default="attention")
     parser.add_argument("--method", choices=METHODS,
                         help="attention → links (default argmax); eflomal: intersect, union or "

@@ -1,6 +1,7 @@
 """Align sentence pairs with a trained model's attention, in the gold file's units.
 
     aligner = AttentionAligner.from_checkpoint("runs/tatoeba/checkpoints/best.pt")
+    aligner = AttentionAligner.from_checkpoints([a, b])  # an ensemble: its members' mean attention
     soft = aligner.soft(pairs)                      # attention per pair, see SoftAlignment
     links = [s.links("argmax") for s in soft]       # {(Chinese char, English token)} per pair
 
@@ -73,17 +74,24 @@ class AttentionAligner:
             models = models_for(config, subwords)
             self.segmenter = SubwordSegmenter(self.segmenter, Subwords(models["zh"]))
             self.target_pieces = Subwords(models["en"])
-        self.checkpoint: Path | None = None
+        self.checkpoints: list[Path] = []
         self.step: int | None = None
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str = "auto",
                         batch_size: int = 64) -> AttentionAligner:
         """One checkpoint's model (nmt/checkpoints/choose.py loads it); `device`: auto, cpu or cuda."""
-        loaded = load_chosen([path], device)
+        return cls.from_checkpoints([path], device, batch_size)
+
+    @classmethod
+    def from_checkpoints(cls, paths: list[str | Path], device: str = "auto",
+                         batch_size: int = 64) -> AttentionAligner:
+        """Several checkpoints align as one ensemble (nmt/model/ensemble.py): the mean of their
+        attention, or of their posteriors; `step` is the first one's."""
+        loaded = load_chosen(paths, device)
         aligner = cls(loaded.model, loaded.config, loaded.src_vocab, loaded.tgt_vocab, loaded.device,
                       batch_size, loaded.subwords)
-        aligner.checkpoint = loaded.paths[0]
+        aligner.checkpoints = loaded.paths
         aligner.step = loaded.progress.get("step")
         return aligner
 

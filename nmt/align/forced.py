@@ -22,7 +22,7 @@ import torch
 
 from nmt.data.batching import Example, collate, in_model_order
 from nmt.errors import NMTError
-from nmt.model import inference, target_order
+from nmt.model import has_posterior, inference, target_order
 
 
 def forced_attention(model, src_ids: list[list[int]], tgt_ids: list[list[int]],
@@ -59,9 +59,10 @@ def forced_attention(model, src_ids: list[list[int]], tgt_ids: list[list[int]],
 def _weights(model, batch, layer: int | None, head: int | None, posterior: bool = False):
     """The attention of one batch, (B, T, S), or None for a model without attention."""
     if posterior:
-        if not hasattr(model, "posterior_attention"):
-            raise NMTError("--weights posterior needs a recurrent model (model.architecture: rnn); "
-                           "align a Transformer with its cross-attention (--weights attention)")
+        if not has_posterior(model):
+            raise NMTError("--weights posterior needs a recurrent model (model.architecture: rnn; "
+                           "every member of an ensemble); align a Transformer with its "
+                           "cross-attention (--weights attention)")
         if layer is not None or head is not None:
             raise NMTError("--layer and --head choose a Transformer's attention; they do not go "
                            "with --weights posterior")

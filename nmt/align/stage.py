@@ -17,7 +17,7 @@ from nmt.align.links import AlignPair, Link, format_links
 from nmt.align.metrics import AlignmentScores, score_alignments
 from nmt.align.statistical import align_with_eflomal
 from nmt.align.symmetrize import SYMMETRIZATIONS
-from nmt.checkpoints.choose import one_checkpoint
+from nmt.checkpoints.choose import choose_checkpoints
 from nmt.config.schema import Config
 from nmt.data.prepare import load_prepared
 from nmt.data.tokenize import make_tokenizers
@@ -39,7 +39,9 @@ class AlignOptions:
     method: str | None = None
     threshold: float = 0.5  # attention, method threshold
     units: str = "char"  # eflomal only: the Chinese it learns from (char | word)
-    checkpoint: str | None = None  # attention: default the run's eval.checkpoint (best, else last)
+    # attention: default the checkpoint(s) make eval scores (nmt/checkpoints/choose.py): the
+    # members' ensemble of a run with training.members > 1, eval.average's averages
+    checkpoint: str | None = None
     layer: int | None = None  # attention: a decoder layer's cross-attention (default the model's own)
     head: int | None = None  # attention: one head of it (default their average)
     # attention: the matrix links are read from: the attention itself, or (recurrent models) the
@@ -84,13 +86,14 @@ def align(config: Config, pairs: list[AlignPair], options: AlignOptions) -> Alig
         return AlignResult(links, None, {"aligner": "eflomal", "units": options.units,
                                          "method": options.method,
                                          "training_pairs": str(prepared.tokens("train", "zh"))})
-    path = one_checkpoint(config, options.checkpoint)
-    aligner = AttentionAligner.from_checkpoint(path, device=config.training.device,
-                                               batch_size=config.search.batch_size)
+    paths = choose_checkpoints(config, options.checkpoint).paths
+    aligner = AttentionAligner.from_checkpoints(paths, device=config.training.device,
+                                                batch_size=config.search.batch_size)
     soft = aligner.soft(pairs, options.layer, options.head, options.weights == "posterior")
     links = [s.links(options.method, options.threshold) for s in soft]
     description = {"aligner": "attention", "attention": attention_name(asdict(aligner.config.model)),
-                   "weights": options.weights, "method": options.method, "checkpoint": str(path), "step": aligner.step,
+                   "weights": options.weights, "method": options.method,
+                   "checkpoint": ",".join(map(str, paths)), "step": aligner.step,
                    "layer": options.layer, "head": options.head}
     if options.method == "threshold":
         description["threshold"] = options.threshold

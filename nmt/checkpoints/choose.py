@@ -14,8 +14,10 @@ all ask here. In order:
   back to the other one.
 
 The run's own checkpoint writes results.json; anything else gets a label and results of its own
-(`Chosen.label`): "ensemble", average_last5 etc., or the checkpoint file's name. Alignment reads
-one model's attention, so it asks `one_checkpoint`: the named one, else the run's own.
+(`Chosen.label`): "ensemble", average_last5 etc., or the checkpoint file's name. Alignment
+(`make align`) reads the same choice: an ensemble aligns by its members' mean attention. A tool
+that measures one model (bench/bench_decode.py) asks `one_checkpoint`: the named one, else the
+run's own.
 
 `load_chosen` loads the chosen checkpoints as one model; several become an `Ensemble`
 (nmt/model/ensemble.py) once `load_ensemble` has checked that they read and write the same ids
@@ -89,7 +91,7 @@ def configured_checkpoints(config: Config) -> list[Path]:
 
 
 def one_checkpoint(config: Config, checkpoint: str | Path | None = None) -> Path:
-    """The one checkpoint a single model is read from (alignment): `checkpoint` when given, else
+    """The one checkpoint a single model is read from (a benchmark): `checkpoint` when given, else
     the run's eval.checkpoint (best, else last); eval.ensemble and eval.average do not apply."""
     return Path(checkpoint) if checkpoint else find_checkpoint(config, config.eval.checkpoint)
 

@@ -51,7 +51,7 @@ from nmt.decoding.rerank import Reranker
 from nmt.decoding.search import replace_unknowns
 from nmt.decoding.translate import alignment_heads, attention_layers, decode_ids
 from nmt.errors import NMTError
-from nmt.model import MAX_SOURCE_TOKENS, has_alignment
+from nmt.model import MAX_SOURCE_TOKENS, has_alignment, has_posterior
 
 log = logging.getLogger(__name__)
 
@@ -219,7 +219,7 @@ class Translator:
         if len(zh_lines) != len(en_lines):
             raise NMTError(f"align: {len(zh_lines)} Chinese lines but {len(en_lines)} English lines")
         pairs = parse_pairs([f"{zh}\t{en}" for zh, en in zip(zh_lines, en_lines)], "align")
-        posterior = hasattr(self.model, "posterior_attention")
+        posterior = has_posterior(self.model)
         return [sorted(soft.links(method)) for soft in self._aligner.soft(pairs, posterior=posterior)]
 
     @functools.cached_property

@@ -36,6 +36,12 @@ def has_alignment(config: ModelConfig) -> bool:
     return config.architecture == "transformer" or config.attention != "none"
 
 
+def has_posterior(model: nn.Module) -> bool:
+    """Whether the model (every member of an Ensemble) offers a posterior alignment
+    (Seq2Seq.posterior_attention): recurrent models do, Transformers do not."""
+    return all(hasattr(member, "posterior_attention") for member in getattr(model, "members", [model]))
+
+
 def target_order(model: nn.Module) -> str:
     """The order `model` writes its target in (`model.target_order`); an Ensemble's members
     share one (nmt/checkpoints/choose.py checks). A model without a config writes left to right."""
@@ -79,4 +85,4 @@ def count_parameters(model: nn.Module) -> int:
 
 
 __all__ = ["MAX_SOURCE_TOKENS", "attention_name", "build_model", "count_parameters", "describe",
-           "has_alignment", "inference", "target_order"]
+           "has_alignment", "has_posterior", "inference", "target_order"]

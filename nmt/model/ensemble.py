@@ -10,7 +10,9 @@ in log space:
 as fairseq's EnsembleModel does. (The mean of log-probabilities, a product of experts, would let
 one member's near-zero probability veto a word the others agree on.) An ensemble of one model
 gives that model's log-probabilities exactly. Attention weights are the mean of the members'
-that have attention, so unknown-word replacement and attention plots still work.
+that have attention, so unknown-word replacement and attention plots still work, and forced
+alignment (nmt/align/forced.py) reads an ensemble's attention, or its members' mean posterior
+alignment, the same way.
 
 The members need not share an architecture or a size, only the vocabularies: their outputs are
 added id by id. `nmt.checkpoints.choose.load_ensemble` checks that and names the checkpoints
@@ -23,6 +25,7 @@ import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nmt.errors import NMTError
@@ -69,3 +72,26 @@ class Ensemble(nn.Module):
         log_probs = torch.logsumexp(stacked, dim=0) - math.log(len(all_log_probs))  # (B, V)
         weights = None if not all_weights else torch.stack(all_weights).mean(dim=0)  # (B, S)
         return log_probs, EnsembleParts(states), weights
+
+    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor
+                ) -> tuple[Tensor, Tensor | None]:
+        """Teacher forcing, as a member's forward: the mean-probability log-probs (B, T, V) (a
+        softmax gives the mean back, so they serve as logits) and the mean weights (B, T, S)."""
+        outputs = [model(src, src_lengths, tgt_in) for model in self.members]
+        stacked = torch.stack([F.log_softmax(logits.float(), dim=-1) for logits, _ in outputs])
+        log_probs = torch.logsumexp(stacked, dim=0) - math.log(len(outputs))  # (B, T, V)
+        weights = [w for _, w in outputs if w is not None]
+        return log_probs, torch.stack(weights).mean(dim=0) if weights else None
+
+    def posterior_attention(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor,
+                            tgt_out: Tensor) -> Tensor | None:
+        """The mean of the members' posterior alignments (B, T, S) (Seq2Seq.posterior_attention):
+        every member must be recurrent (nmt.model.has_posterior)."""
+        posteriors = [model.posterior_attention(src, src_lengths, tgt_in, tgt_out)
+                      for model in self.members]
+        posteriors = [p for p in posteriors if p is not None]
+        return torch.stack(posteriors).mean(dim=0) if posteriors else None
+
+    def attention_heads(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
+        raise NMTError("--layer and --head pick a head of one model, and this is an ensemble: "
+                       "name one member's checkpoint with --checkpoint PATH")

@@ -18,12 +18,14 @@ from helpers import REPO
 from nmt.align.aligner import AttentionAligner
 from nmt.align.forced import forced_attention
 from nmt.align.links import parse_pairs, read_pairs
-from nmt.align.stage import AlignOptions, align
+from nmt.align.stage import WEIGHTS, AlignOptions, align
 from nmt.align.statistical import align_with_eflomal, characters
 from nmt.data.vocab import BOS_ID
 from nmt.decoding.translate import translate_token_ids
+from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
 from nmt.model import build_model
+from nmt.model.ensemble import Ensemble
 
 
 
@@ -119,6 +121,8 @@ def test_posterior_alignment_needs_a_recurrent_model_with_attention(smoke):
     rnn = build_model(smoke.model, 12, 10)
     with pytest.raises(NMTError, match="do not go with --weights posterior"):
         forced_attention(rnn, src, tgt, layer=0, posterior=True)
+    with pytest.raises(NMTError, match="every member of an ensemble"):
+        forced_attention(Ensemble([rnn, transformer]), src, tgt, posterior=True)
     flat = build_model(replace(smoke.model, attention="none"), 12, 10)
     assert forced_attention(flat, src, tgt, posterior=True) == [None]
 
@@ -145,6 +149,33 @@ def test_a_chosen_layer_and_head_of_a_transformer(smoke):
     rnn = build_model(smoke.model, 12, 10).eval()
     np.testing.assert_allclose(forced_attention(rnn, src, tgt, layer=0, head=0)[1],
                                forced_attention(rnn, src, tgt)[1], atol=1e-6)
+
+
+def test_a_run_with_members_aligns_as_the_ensemble_make_eval_scores(smoke):
+    config = replace(smoke, training=replace(smoke.training, members=2))
+    first = write_random_checkpoint(config.run_dir / "checkpoints" / "best.pt", config)
+    second = write_random_checkpoint(config.run_dir / "member2" / "checkpoints" / "best.pt",
+                                     replace(config, seed=99))
+    pairs = parse_pairs(["汤姆喜欢猫。\tTom likes cats.", "玛丽喜欢狗。\tMary likes dogs."])
+    for weights in WEIGHTS:  # the attention, then the posterior: the members' mean of each
+        result = align(config, pairs, AlignOptions(weights=weights))
+        assert result.description["checkpoint"] == f"{first},{second}"
+        alone = [AttentionAligner.from_checkpoint(path, device="cpu").soft(
+            pairs, posterior=weights == "posterior") for path in (first, second)]
+        for ours, a, b in zip(result.soft, *alone, strict=True):
+            np.testing.assert_allclose(ours.weights, (a.weights + b.weights) / 2, atol=1e-6)
+            assert not np.allclose(a.weights, b.weights, atol=1e-3)
+    assert align(config, pairs, AlignOptions(checkpoint=str(second))).description["checkpoint"] \
+        == str(second)
+    with pytest.raises(NMTError, match="--layer and --head pick a head of one model"):
+        align(config, pairs, AlignOptions(layer=0))
+    # The Python API's Translator.align (it raised NotImplementedError on an ensemble before)
+    # reads the ensemble's posterior the same way.
+    translator = Translator.from_checkpoints([first, second], device="cpu")
+    expected = AttentionAligner.from_checkpoints([first, second], device="cpu").soft(
+        pairs, posterior=True)
+    assert translator.align(["汤姆喜欢猫。", "玛丽喜欢狗。"], ["Tom likes cats.", "Mary likes dogs."]) \
+        == [sorted(soft.links("grow-diag-final-and")) for soft in expected]
 
 
 def test_pairs_split_at_newlines_only(tmp_path):

@@ -85,7 +85,7 @@ def test_the_label_names_what_is_scored(smoke, checkpoint, tmp_path):
         choose_checkpoints(smoke, [])
 
 
-def test_alignment_reads_one_checkpoint(smoke, checkpoint, tmp_path):
+def test_one_checkpoint_is_the_named_one_or_the_runs_own(smoke, checkpoint, tmp_path):
     """The named one, else the run's eval.checkpoint; an eval.ensemble does not apply."""
     assert one_checkpoint(smoke) == checkpoint
     assert one_checkpoint(smoke, str(tmp_path / "x.pt")) == tmp_path / "x.pt"

@@ -91,6 +91,26 @@ def test_a_step_averages_the_members_probabilities(two_checkpoints):
     assert len(state.select(torch.tensor([0, 0])).parts[1].hidden) == 2  # beam search's copies
 
 
+def test_teacher_forcing_averages_probabilities_attention_and_posteriors(two_checkpoints):
+    """What forced alignment reads from an ensemble: the members' mean, as in search."""
+    a, b = (_model(p) for p in two_checkpoints)
+    src, lengths = torch.tensor([SOURCES[2], SOURCES[0] + [0, 0]]), torch.tensor([6, 4])
+    tgt_in, tgt_out = torch.tensor([[BOS_ID, 4, 5, 6], [BOS_ID, 7, 4, 0]]), torch.tensor(
+        [[4, 5, 6, 3], [7, 4, 3, 0]])
+    ensemble = Ensemble([a, b]).eval()
+    with torch.inference_mode():
+        (logits_a, weights_a), (logits_b, weights_b) = a(src, lengths, tgt_in), b(src, lengths, tgt_in)
+        log_probs, weights = ensemble(src, lengths, tgt_in)
+        posterior = ensemble.posterior_attention(src, lengths, tgt_in, tgt_out)
+        posteriors = [m.posterior_attention(src, lengths, tgt_in, tgt_out) for m in (a, b)]
+    mean = (logits_a.double().softmax(-1) + logits_b.double().softmax(-1)) / 2  # (B, T, V)
+    torch.testing.assert_close(log_probs.double(), mean.log(), rtol=0, atol=1e-6)
+    torch.testing.assert_close(weights, (weights_a + weights_b) / 2)
+    torch.testing.assert_close(posterior, (posteriors[0] + posteriors[1]) / 2)
+    with pytest.raises(NMTError, match="--layer and --head pick a head of one model"):
+        ensemble.attention_heads(src, lengths, tgt_in)
+
+
 def test_members_must_share_vocabularies(tmp_path, smoke, two_checkpoints):
     other = write_random_checkpoint(tmp_path / "other.pt", smoke, tgt_words=["x", "y", "z", "w"])
     with pytest.raises(NMTError, match=r"other\.pt and .*a\.pt have different target vocabularies"):
