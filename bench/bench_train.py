@@ -16,6 +16,7 @@ measured at once. A benchmark prints figures; it asserts nothing.
 import argparse
 import multiprocessing
 import os
+import queue
 import time
 
 import torch
@@ -111,7 +112,16 @@ def measure_config(config_path: str, overrides: list[str], steps: int, allocator
                  for k, member in enumerate(members)]
     for process in processes:
         process.start()
-    parts = [part for _, part in sorted(results.get() for _ in processes)]  # member 1 first
+    parts = []
+    while len(parts) < len(processes):
+        try:
+            parts.append(results.get(timeout=5))
+        except queue.Empty:  # a member that failed would leave the others at the barrier
+            if any(process.exitcode not in (None, 0) for process in processes):
+                for process in processes:
+                    process.terminate()
+                raise SystemExit("a member's measurement failed: its error is above")
+    parts = [part for _, part in sorted(parts)]  # member 1 first
     for process in processes:
         process.join()
     return {**parts[0], "config": config, "members": len(parts), "threads": threads * len(parts),

@@ -16,7 +16,8 @@ def run_bench(config, *overrides: str) -> str:
     command = [sys.executable, str(REPO / "bench" / "bench_train.py"), str(REPO / "configs" / "smoke.yaml"),
                f"data.corpus={config.data.corpus}", f"data.prepared_dir={config.data.prepared_dir}",
                "training.threads=1", "training.batch_tokens=50", *overrides, "--steps", "2"]
-    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True).stdout
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True,
+                          timeout=300).stdout
 
 
 @pytest.mark.e2e
@@ -32,3 +33,12 @@ def test_two_members_are_timed_together_and_their_tokens_summed(smoke_config):
     total = re.search(r"= (\d+) target tokens/s", both)
     # The sum over the slowest member's seconds: at most the members' own rates added up.
     assert 0 < int(total.group(1)) <= int(rates.group(1)) + int(rates.group(2)) + 1
+
+
+@pytest.mark.e2e
+def test_a_member_that_fails_stops_the_bench_instead_of_leaving_it_waiting(smoke_config):
+    # No prepared data: each member fails before the barrier the others wait at.
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        run_bench(smoke_config, "training.members=2")
+    assert "a member's measurement failed" in failed.value.stderr
+    assert "is not prepared" in failed.value.stderr
