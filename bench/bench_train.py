@@ -55,6 +55,10 @@ def measure(config, steps: int, allocator_tweak: bool, start_together=None) -> d
     examples = load_examples(prepared.tokens("train", "zh"), prepared.tokens("train", "en"),
                              src_vocab, tgt_vocab, config.training.max_length)
     batches = make_batches(examples, config.training.batch_tokens, config.seed, epoch=0)
+    if len(batches) < 4:  # 3 warm-up steps and at least one timed
+        raise SystemExit(f"{prepared.tokens('train', 'en')}: {len(batches)} batches of "
+                         f"training.batch_tokens={config.training.batch_tokens}; the bench needs "
+                         f"at least 4 (3 to warm up): use smaller batches")
     model = build_model(config.model, len(src_vocab), len(tgt_vocab)).train()
     optimizer = build_optimizer(model, config.training)
     bf16 = use_bf16(config.training.bf16, torch.device("cpu"))

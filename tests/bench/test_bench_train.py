@@ -34,6 +34,10 @@ def test_two_members_are_timed_together_and_their_tokens_summed(smoke_config):
     # The sum over the slowest member's seconds: at most the members' own rates added up.
     assert 0 < int(total.group(1)) <= int(rates.group(1)) + int(rates.group(2)) + 1
 
+    with pytest.raises(subprocess.CalledProcessError) as too_few:  # 200 pairs: a few batches
+        run_bench(smoke_config, "training.members=1", "training.batch_tokens=100000")
+    assert "batches of training.batch_tokens=100000" in too_few.value.stderr
+
 
 @pytest.mark.e2e
 def test_a_member_that_fails_stops_the_bench_instead_of_leaving_it_waiting(smoke_config):
