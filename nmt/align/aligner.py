@@ -74,7 +74,6 @@ class AttentionAligner:
             models = models_for(config, subwords)
             self.segmenter = SubwordSegmenter(self.segmenter, Subwords(models["zh"]))
             self.target_pieces = Subwords(models["en"])
-        self.checkpoints: list[Path] = []
         self.step: int | None = None
 
     @classmethod
@@ -91,7 +90,6 @@ class AttentionAligner:
         loaded = load_chosen(paths, device)
         aligner = cls(loaded.model, loaded.config, loaded.src_vocab, loaded.tgt_vocab, loaded.device,
                       batch_size, loaded.subwords)
-        aligner.checkpoints = loaded.paths
         aligner.step = loaded.progress.get("step")
         return aligner
 

@@ -61,37 +61,38 @@ class Ensemble(nn.Module):
             log_probs, new_state, weights = self.members[0].decode_step(prev_tokens, state.parts[0],
                                                                          memory.parts[0])
             return log_probs, EnsembleParts([new_state]), weights
-        all_log_probs, states, all_weights = [], [], []
-        for model, part_state, part_memory in zip(self.members, state.parts, memory.parts):
-            log_probs, new_state, weights = model.decode_step(prev_tokens, part_state, part_memory)
-            all_log_probs.append(log_probs.float())
-            states.append(new_state)
-            if weights is not None:
-                all_weights.append(weights)
-        stacked = torch.stack(all_log_probs)  # (K, B, V)
-        log_probs = torch.logsumexp(stacked, dim=0) - math.log(len(all_log_probs))  # (B, V)
-        weights = None if not all_weights else torch.stack(all_weights).mean(dim=0)  # (B, S)
-        return log_probs, EnsembleParts(states), weights
+        steps = [model.decode_step(prev_tokens, part_state, part_memory)
+                 for model, part_state, part_memory in zip(self.members, state.parts, memory.parts)]
+        log_probs, states, weights = zip(*steps)
+        return _mean_probability(log_probs), EnsembleParts(list(states)), _mean(weights)
 
     def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor
                 ) -> tuple[Tensor, Tensor | None]:
         """Teacher forcing, as a member's forward: the mean-probability log-probs (B, T, V) (a
         softmax gives the mean back, so they serve as logits) and the mean weights (B, T, S)."""
-        outputs = [model(src, src_lengths, tgt_in) for model in self.members]
-        stacked = torch.stack([F.log_softmax(logits.float(), dim=-1) for logits, _ in outputs])
-        log_probs = torch.logsumexp(stacked, dim=0) - math.log(len(outputs))  # (B, T, V)
-        weights = [w for _, w in outputs if w is not None]
-        return log_probs, torch.stack(weights).mean(dim=0) if weights else None
+        logits, weights = zip(*(model(src, src_lengths, tgt_in) for model in self.members))
+        return _mean_probability([F.log_softmax(x.float(), dim=-1) for x in logits]), _mean(weights)
 
     def posterior_attention(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor,
                             tgt_out: Tensor) -> Tensor | None:
         """The mean of the members' posterior alignments (B, T, S) (Seq2Seq.posterior_attention):
         every member must be recurrent (nmt.model.has_posterior)."""
-        posteriors = [model.posterior_attention(src, src_lengths, tgt_in, tgt_out)
-                      for model in self.members]
-        posteriors = [p for p in posteriors if p is not None]
-        return torch.stack(posteriors).mean(dim=0) if posteriors else None
+        return _mean([model.posterior_attention(src, src_lengths, tgt_in, tgt_out)
+                      for model in self.members])
 
     def attention_heads(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
         raise NMTError("--layer and --head pick a head of one model, and this is an ensemble: "
                        "name one member's checkpoint with --checkpoint PATH")
+
+
+def _mean_probability(log_probs: list[Tensor]) -> Tensor:
+    """The members' log-probabilities (each (..., V)) → the log of their mean probability, in
+    float32: logsumexp_k log p_k − log K."""
+    stacked = torch.stack([x.float() for x in log_probs])  # (K, ..., V)
+    return torch.logsumexp(stacked, dim=0) - math.log(len(log_probs))
+
+
+def _mean(tensors) -> Tensor | None:
+    """The mean of the members' tensors that are not None (attention weights); None if all are."""
+    present = [x for x in tensors if x is not None]
+    return torch.stack(present).mean(dim=0) if present else None

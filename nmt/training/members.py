@@ -5,9 +5,9 @@ On a small CPU one process does not keep every core busy: on the project's 2-cor
 one process with 2 threads trained the default at 2,230 target tokens a second, two processes of
 one thread each at 1,650 each (30-minute averages, docs/training.md). `training.members: N`
 trains N models at once, each in its own process with its own seed (seed, seed + 1, ...), its
-own share of the cores (cores ÷ N threads, pinned to those cores) and the whole time budget; `make eval`, `make translate` and `make serve`
-decode them as one ensemble (nmt/checkpoints/choose.py), each member averaged as eval.average
-says.
+own share of the cores (cores ÷ N threads, pinned to those cores) and the whole time budget;
+`make eval`, `make translate`, `make serve` and `make align` use them as one ensemble
+(nmt/checkpoints/choose.py), each member averaged as eval.average says.
 
 Member 1 trains in runs/<name>/ itself, so that every tool that reads one model (alignment, the
 TensorBoard pictures, a report row) reads it as before; member k >= 2 trains in
