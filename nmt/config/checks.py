@@ -17,3 +17,14 @@ non_negative = check(lambda v: v >= 0, "a number >= 0")
 probability = check(lambda v: 0 <= v < 1, "a number in [0, 1)")
 average_spec = check(lambda v: re.fullmatch(r"(last|best):[1-9][0-9]*", v) is not None,
                      "last:N or best:N, e.g. last:5")
+
+
+def _names_sources(value: Any) -> bool:
+    from nmt.data.sources import parse_sources
+
+    parse_sources(value, "")  # its NMTError says what is wrong; the loader names the key
+    return True
+
+
+corpus_spec = check(_names_sources, "a TSV path, {tsv: PATH, zh_column: N, en_column: M}, "
+                                    "{zh: PATH, en: PATH}, or a list of these")

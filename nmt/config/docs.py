@@ -116,6 +116,8 @@ def type_name(kind: Any) -> str:
         return "one of " + ", ".join(f"`{_yaml(a)}`" for a in args)
     if origin is list:
         return f"list of {type_name(args[0])}"
+    if kind is Any:
+        return "path, mapping or list"
     return getattr(kind, "__name__", str(kind))
 
 

@@ -163,6 +163,12 @@ def _coerce(value: Any, kind: Any, f: dataclasses.Field, source: str, key: str) 
         if value not in args:
             raise NMTError(f"{source}: {key} = {value!r} is not allowed; choose one of {list(args)}")
         return value
+    if kind is Any:  # a free-form value: its check says what it may be
+        try:
+            f.metadata["check"](value)
+        except NMTError as error:
+            raise NMTError(f"{source}: {key}{str(error)}") from None
+        return value
     if origin is list:
         if not isinstance(value, list):
             raise NMTError(f"{source}: {key} = {value!r} must be a list, e.g. [0.9, 0.98]")

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from nmt.config.checks import average_spec, check, non_negative, positive, probability
+from nmt.config.checks import (average_spec, check, corpus_spec, non_negative, positive,
+                               probability)
 
-SUBWORD_KEYS = ("subword", "src_subword_vocab", "tgt_subword_vocab")
+SUBWORD_KEYS = ("subword", "src_subword_vocab", "tgt_subword_vocab", "subword_sample")
 # Data keys that say where the data is and how fast it is made, not what it is: a run, its
 # resumption, its evaluation and an ensemble's members may differ in these and still read the
 # same sentences.
@@ -28,7 +29,16 @@ DATA_LOCATION_KEYS = ("corpus", "prepared_dir", "workers")
 class DataConfig:
     """Where the corpus is and how it becomes prepared, indexed text (the prepare stage)."""
 
-    corpus: str = "data/raw/cmn-eng/cmn.txt"  # the Tatoeba TSV: English <TAB> Chinese <TAB> credit
+    # The training corpus, or a list of corpora (nmt/data/sources.py): a TSV path (Tatoeba's
+    # English <TAB> Chinese <TAB> credit), {tsv: PATH, zh_column: N, en_column: M}, or
+    # {zh: PATH, en: PATH} for two plain-text files; .gz and .xz files are read as they are
+    corpus: Any = field(default="data/raw/cmn-eng/cmn.txt", metadata=corpus_spec)
+    # A dev set of its own (the same forms), instead of one carved out of the corpus; training
+    # pairs sharing a sentence with it are dropped. null: carve data.dev_size pairs
+    dev: Any = field(default=None, metadata=corpus_spec)
+    # A test set of its own (e.g. newstest), scored whole by `make eval`: not deduplicated nor
+    # length-filtered. null: carve data.test_size pairs out of the corpus
+    test: Any = field(default=None, metadata=corpus_spec)
     prepared_dir: str = "data/prepared"  # outputs go to <prepared_dir>/<hash of this section>/
     max_pairs: Optional[int] = field(default=None, metadata=positive)  # only the first N pairs; null: all
     zh_level: Literal["word", "char"] = "word"  # jieba words or single characters
@@ -50,6 +60,9 @@ class DataConfig:
     # counts them, capped with a warning to what the corpus allows; small ones suit small corpora
     # (Sennrich & Zhang, 2019). src/tgt_min_freq and max_vocab then apply to the pieces.
     subword: Literal["none", "bpe", "unigram"] = "none"
+    # sentences sentencepiece learns its pieces from (a random sample of the training split when
+    # it is larger: sentencepiece's input_sentence_size)
+    subword_sample: int = field(default=1_000_000, metadata=positive)
     # pieces in the Chinese vocabulary
     src_subword_vocab: int = field(default=4000, metadata=check(lambda v: v >= 8, "an integer >= 8"))
     # pieces in the English vocabulary

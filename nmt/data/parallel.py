@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections import deque
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence
 
@@ -31,17 +32,38 @@ def tokenize_pairs(zh: Sequence[str], en: Sequence[str], data: DataConfig,
     Uses `data.workers` processes (at most one per available core) for `parallel_min` pairs or more.
     """
     chunks = [(zh[i:i + CHUNK], en[i:i + CHUNK]) for i in range(0, len(zh), CHUNK)]
-    workers = min(data.workers, available_cpus(), len(chunks)) if len(zh) >= parallel_min else 1
+    parallel = len(zh) >= parallel_min
     zh_out: list[str] = []
     en_out: list[str] = []
-    # The pool starts (forks) before tqdm starts its monitor thread.
-    with _mapper(data, workers) as map_chunks, \
-            tqdm(total=len(zh), desc="segment", unit=" pairs", disable=None) as bar:
-        for zh_tokens, en_tokens in map_chunks(_tokenize_chunk, chunks):
-            zh_out.extend(zh_tokens)
-            en_out.extend(en_tokens)
-            bar.update(len(zh_tokens))
+    for zh_tokens, en_tokens in tokenize_chunks(iter(chunks), data, parallel, len(zh)):
+        zh_out.extend(zh_tokens)
+        en_out.extend(en_tokens)
     return zh_out, en_out
+
+
+def tokenize_chunks(chunks: Iterator[tuple[Sequence[str], Sequence[str]]], data: DataConfig,
+                    parallel: bool = True, total: int | None = None,
+                    desc: str = "segment") -> Iterator[tuple[list[str], list[str]]]:
+    """The tokens of each chunk of (zh, en) sentences, in order, as the chunks arrive: at most
+    a few chunks per worker are in flight, so a corpus of any size streams through in constant
+    memory (Pool.imap would read the whole input ahead)."""
+    workers = min(data.workers, available_cpus()) if parallel else 1
+    # The pool starts (forks) before tqdm starts its monitor thread.
+    with _mapper(data, workers) as submit, \
+            tqdm(total=total, desc=desc, unit=" pairs", disable=None) as bar:
+        pending: deque = deque()
+        for chunk in chunks:
+            pending.append(submit(chunk))
+            while len(pending) > 4 * workers:
+                yield _done(pending.popleft(), bar)
+        while pending:
+            yield _done(pending.popleft(), bar)
+
+
+def _done(result, bar) -> tuple[list[str], list[str]]:
+    tokens = result.get() if hasattr(result, "get") else result
+    bar.update(len(tokens[0]))
+    return tokens
 
 
 def available_cpus() -> int:
@@ -53,15 +75,16 @@ def available_cpus() -> int:
 
 @contextmanager
 def _mapper(data: DataConfig, workers: int) -> Iterator[Callable]:
-    """`map` in this process, or an ordered `imap` over a pool of `workers` processes."""
+    """A function that tokenizes one chunk: here, or as a task of a pool of `workers`
+    processes (it then returns the task's AsyncResult)."""
     if workers <= 1:
         _init(data)
-        yield map
+        yield _tokenize_chunk
         return
     # fork shares the parent's imported modules (no re-import); spawn is the fallback elsewhere.
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     with multiprocessing.get_context(method).Pool(workers, _init, (data,)) as pool:
-        yield pool.imap
+        yield lambda chunk: pool.apply_async(_tokenize_chunk, (chunk,))
 
 
 def _init(data: DataConfig) -> None:

@@ -1,9 +1,12 @@
-"""The prepare stage: raw TSV → clean, deduplicated, leak-free, segmented, indexed text files.
+"""The prepare stage: corpora → clean, deduplicated, leak-free, segmented, indexed files.
 
-read → normalize → drop exact duplicate pairs → segment/tokenize → length filter → split →
-[subword models from train, `data.subword`] → vocabularies from train →
-`<prepared_dir>/<data hash>/`, with `manifest.json` written last: its presence marks a finished
-folder, so a second run with the same data config does no work.
+read (nmt/data/sources.py) → normalize → drop exact duplicate pairs → segment/tokenize → length
+filter (nmt/data/clean.py) → split, or given dev/test sets and the leak check
+(nmt/data/split.py) → [subword models from a sample of train, `data.subword`] → vocabularies
+from train → memory-mapped id arrays (nmt/data/token_arrays.py) → `<prepared_dir>/<data hash>/`,
+with `manifest.json` written last: its presence marks a finished folder, so a second run with
+the same data config does no work. Every pass streams the data a line at a time: memory stays
+flat in the corpus size, apart from two 8-byte hashes per pair.
 The folder is built under a temporary name and renamed when complete, and every later use checks
 its files against the line counts, sizes and checksums the manifest recorded (nmt/data/cache.py):
 a damaged or partial folder is prepared again, with a warning that names the file.
@@ -15,19 +18,23 @@ import dataclasses
 import hashlib
 import json
 import logging
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+from tqdm import tqdm
+
 from nmt.config.schema import Config
 from nmt.data.cache import building, check_files, record_files
-from nmt.data.corpus import Pair, read_corpus
-from nmt.data.normalize import normalize_en, normalize_zh
-from nmt.data.split import SPLITS, split_pairs
+from nmt.data.clean import SHARD_FILES, Shard, clean_pairs
+from nmt.data.sources import parse_sources, source_files
+from nmt.data.split import SPLIT_CODES, SPLITS, split_hashed
 from nmt.data.subword import apply_subwords, model_file
 from nmt.data.vocab import UNK_ID, Vocab
 from nmt.errors import NMTError
-from nmt.io import atomic_write_json, atomic_write_lines
+from nmt.io import atomic_write_json
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +63,10 @@ class PreparedData:
     def vocab(self, lang: str) -> Path:
         return self.dir / f"vocab.{_lang(lang)}"
 
+    def arrays(self, split: str, lang: str) -> Path:
+        """The prefix of the split's token ids: <prefix>.ids.npy and <prefix>.offsets.npy."""
+        return self.dir / f"{_split(split)}.{_lang(lang)}"
+
     def subword_model(self, lang: str) -> Path:
         return model_file(self.dir, _lang(lang))
 
@@ -77,7 +88,10 @@ class PreparedData:
     def files(self) -> list[Path]:
         text = [f(s, lang) for s in SPLITS for lang in LANGS for f in (self.text, self.tokens)]
         models = [self.subword_model(lang) for lang in LANGS] if self.subword else []
-        return text + [self.source_lines(s) for s in SPLITS] + [self.vocab(l) for l in LANGS] + models
+        arrays = [self.dir / f"{s}.{lang}.{kind}.npy" for s in SPLITS for lang in LANGS
+                  for kind in ("ids", "offsets")]  # nmt/data/token_arrays.py's names
+        return (text + [self.source_lines(s) for s in SPLITS] + [self.vocab(l) for l in LANGS]
+                + models + arrays)
 
 
 def _split(name: str) -> str:
@@ -96,14 +110,12 @@ def prepare(config: Config) -> PreparedData:
     """Prepare the data `config.data` describes, unless an identical preparation exists."""
     prepared = PreparedData(Path(config.data.prepared_dir) / config.data_hash(),
                             config.data.subword != "none")
-    inputs = _input_hashes(config)
-    if _is_current(prepared, config, inputs):
+    if _is_current(prepared, config):
         log.info("data already prepared in %s", prepared.dir)
         return prepared
     start = time.perf_counter()
     with building(prepared.dir) as partial:  # renamed onto prepared.dir once complete
         manifest = _build(config, PreparedData(partial, prepared.subword))
-        manifest["input_sha256"] = inputs
         manifest["elapsed_seconds"] = round(time.perf_counter() - start, 2)
         manifest["files"] = record_files(partial)
         atomic_write_json(PreparedData(partial).manifest_path, manifest)
@@ -129,7 +141,7 @@ def load_prepared(config: Config) -> PreparedData:
     return prepared
 
 
-def _is_current(prepared: PreparedData, config: Config, inputs: dict) -> bool:
+def _is_current(prepared: PreparedData, config: Config) -> bool:
     if not prepared.manifest_path.is_file():
         return False
     try:
@@ -145,97 +157,179 @@ def _is_current(prepared: PreparedData, config: Config, inputs: dict) -> bool:
     if problems:
         log.warning("cannot use the prepared data: %s; preparing again", "; ".join(problems))
         return False
-    recorded = manifest.get("input_sha256", {})
-    for key, sha in inputs.items():
-        # A missing input is fine: the prepared folder stands on its own.
-        if sha is not None and recorded.get(key) != sha:
-            log.warning("data.%s has changed since %s was prepared; preparing again",
-                        key, prepared.dir)
-            return False
+    changed = _changed_inputs(config, manifest.get("inputs") or {})
+    if changed:
+        log.warning("%s changed since %s was prepared; preparing again", ", ".join(changed),
+                    prepared.dir)
+        return False
     return True
 
 
-def _input_hashes(config: Config) -> dict[str, str | None]:
-    """SHA-256 of the files the data config names: the hash of the config sees only their paths."""
-    paths = {"corpus": config.data.corpus, "zh_user_dict": config.data.zh_user_dict}
-    return {key: _sha256(Path(path)) for key, path in paths.items() if path}
+def _input_files(config: Config) -> list[Path]:
+    """Every file the data config names: its hash sees only their paths."""
+    data = config.data
+    files = [path for key in ("corpus", "dev", "test")
+             for path in source_files(getattr(data, key), f"data.{key}")]
+    return files + ([Path(data.zh_user_dict)] if data.zh_user_dict else [])
+
+
+def _fingerprints(files: list[Path], checksums: dict[str, str]) -> dict[str, dict]:
+    """{path: bytes, mtime_ns, sha256} of each input, with the checksums taken while reading."""
+    prints = {}
+    for path in files:
+        stat = path.stat()
+        sha = checksums.get(str(path)) or _sha256(path)
+        prints[str(path)] = {"bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": sha}
+    return prints
+
+
+def _changed_inputs(config: Config, recorded: dict) -> list[str]:
+    """The inputs that differ from those prepared. A file with the recorded size and
+    modification time is taken as unchanged without reading it (a corpus of GBs is not read
+    again at every start); a touched one is read and compared by SHA-256. A missing one is
+    fine: the prepared folder stands on its own."""
+    changed = []
+    for path in _input_files(config):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        seen = recorded.get(str(path))
+        if not isinstance(seen, dict):
+            changed.append(str(path))
+        elif ((stat.st_size, stat.st_mtime_ns) != (seen.get("bytes"), seen.get("mtime_ns"))
+              and _sha256(path) != seen.get("sha256")):
+            changed.append(str(path))
+    return changed
 
 
 def _sha256(path: Path) -> str | None:
+    digest = hashlib.sha256()
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        with open(path, "rb") as file:
+            while block := file.read(1 << 20):
+                digest.update(block)
     except OSError:
         return None
+    return digest.hexdigest()
 
 
 def _build(config: Config, prepared: PreparedData) -> dict:
-    from nmt.data.parallel import tokenize_pairs  # tqdm, jieba and Moses: not for cached runs
+    """Given dev/test sets → the corpus, streamed into a shard → leak check and split → the
+    split files → subword pieces → vocabularies → memory-mapped id arrays."""
+    from nmt.data.token_arrays import write_token_arrays  # torch: not for cached runs
 
     data = config.data
-    corpus = read_corpus(data.corpus)
-    pairs = corpus.pairs[: data.max_pairs] if data.max_pairs else corpus.pairs
-    counts = {"lines_read": corpus.lines_read, "skipped": corpus.skipped,
-              "pairs_read": len(corpus.pairs), "beyond_max_pairs": len(corpus.pairs) - len(pairs)}
+    work = prepared.dir / ".work"
+    checksums: dict[str, str] = {}
+    counts: dict = {}
+    given: dict[str, Shard] = {}
+    for split in ("dev", "test"):
+        sources = parse_sources(getattr(data, split), f"data.{split}")
+        if sources:  # scored as they are: no dedup, no length filter
+            log.info("reading the given %s set: %s", split, ", ".join(s.name for s in sources))
+            given[split] = clean_pairs(sources, data, work / split, {}, checksums,
+                                       dedup=False, length_filter=False)
+            _move_shard(given[split], prepared, split)
+    shard = clean_pairs(parse_sources(data.corpus, "data.corpus"), data, work / "corpus", counts,
+                        checksums)
+    keep = _leak_check(shard, given, counts)
+    carve = {s: getattr(data, f"{s}_size") for s in ("test", "dev") if s not in given}
+    codes = np.full(len(shard), 255, np.uint8)  # 255: dropped by the leak check
+    codes[keep] = (split_hashed(shard.zh_hashes[keep], shard.en_hashes[keep], carve,
+                                data.split_seed) if carve else SPLIT_CODES["train"])
+    sizes = _route(shard, codes, prepared, [s for s in SPLITS if s not in given])
+    sizes |= {split: len(held) for split, held in given.items()}
+    shutil.rmtree(work)
 
-    pairs = _normalize_dedup(pairs, data.traditional_to_simplified, data.lowercase, counts)
-    zh_tok, en_tok = tokenize_pairs([p.zh for p in pairs], [p.en for p in pairs], data)
-
-    def fits(tokens: str) -> bool:
-        return data.min_length <= len(tokens.split()) <= data.max_length
-
-    keep = [i for i in range(len(pairs)) if fits(zh_tok[i]) and fits(en_tok[i])]
-    counts["filtered_length"] = len(pairs) - len(keep)
-    counts["pairs_kept"] = len(keep)
-    pairs = [pairs[i] for i in keep]
-    tokens = {"zh": [zh_tok[i] for i in keep], "en": [en_tok[i] for i in keep]}
-
-    splits = split_pairs([(p.zh, p.en) for p in pairs], data.dev_size, data.test_size,
-                         data.split_seed)
-    tokens, subword = apply_subwords(data, tokens, splits["train"], prepared.dir)  # or as they were
-    vocabs = {
-        "zh": Vocab.build((tokens["zh"][i].split() for i in splits["train"]),
-                          data.src_min_freq, data.src_max_vocab),
-        "en": Vocab.build((tokens["en"][i].split() for i in splits["train"]),
-                          data.tgt_min_freq, data.tgt_max_vocab),
-    }
-    for split, indices in splits.items():
-        atomic_write_lines(prepared.source_lines(split), (pairs[i].line for i in indices))
-        for lang in LANGS:
-            text = (getattr(pairs[i], lang) for i in indices)
-            atomic_write_lines(prepared.text(split, lang), text)
-            atomic_write_lines(prepared.tokens(split, lang), (tokens[lang][i] for i in indices))
+    subword = apply_subwords(data, {lang: [prepared.tokens(s, lang) for s in SPLITS] for lang in LANGS},
+                             {lang: prepared.tokens("train", lang) for lang in LANGS}, prepared.dir)
+    limits = {"zh": (data.src_min_freq, data.src_max_vocab),
+              "en": (data.tgt_min_freq, data.tgt_max_vocab)}
+    vocabs = {lang: Vocab.build(_token_lines(prepared.tokens("train", lang), f"count {lang}"),
+                                *limits[lang]) for lang in LANGS}
+    arrays = {}
     for lang, vocab in vocabs.items():
         vocab.save(prepared.vocab(lang))
-
-    dev = {lang: [tokens[lang][i].split() for i in splits["dev"]] for lang in LANGS}
+        for split in SPLITS:
+            arrays[f"{split}.{lang}"] = write_token_arrays(prepared.tokens(split, lang), vocab,
+                                                           prepared.arrays(split, lang))
     return {
         "data_hash": config.data_hash(),
         "data": dataclasses.asdict(data),
         "counts": counts,
-        "splits": {split: len(indices) for split, indices in splits.items()},
+        "splits": {split: sizes[split] for split in SPLITS},
+        "given": sorted(given),  # the splits read from files of their own, not carved
         "vocab": {lang: len(vocab) for lang, vocab in vocabs.items()},
-        "dev_oov_rate": {lang: _oov_rate(vocabs[lang], dev[lang]) for lang in LANGS},
+        "dev_oov_rate": {lang: _oov_rate(vocabs[lang], prepared.tokens("dev", lang))
+                         for lang in LANGS},
         "subword": subword,  # None, or the sizes asked for and trained, tokens per sentence
+        "arrays": arrays,  # sentences, tokens and id type of each <split>.<lang>.ids.npy
+        "inputs": _fingerprints(_input_files(config), checksums),
     }
 
 
-def _normalize_dedup(pairs: list[Pair], t2s: bool, lowercase: bool, counts: dict) -> list[Pair]:
-    """Normalized pairs, each distinct (zh, en) once, in first-seen order."""
-    seen: set[tuple[str, str]] = set()
-    unique = []
-    for pair in pairs:
-        clean = Pair(normalize_zh(pair.zh, t2s), normalize_en(pair.en, lowercase), pair.line)
-        if (clean.zh, clean.en) not in seen:
-            seen.add((clean.zh, clean.en))
-            unique.append(clean)
-    counts["duplicates"] = len(pairs) - len(unique)
-    return unique
+def _leak_check(shard: Shard, given: dict[str, Shard], counts: dict) -> np.ndarray:
+    """Indices of the corpus pairs that share no sentence with a given dev or test set
+    (casefolded, as the split compares them); the others are counted as leaked_into_<split>."""
+    keep = np.ones(len(shard), bool)
+    for split, held in given.items():
+        leaked = keep & (np.isin(shard.zh_hashes, held.zh_hashes)
+                         | np.isin(shard.en_hashes, held.en_hashes))
+        counts[f"leaked_into_{split}"] = int(leaked.sum())
+        if leaked.any():
+            log.warning("dropped %d training pairs that share a sentence with the given %s set",
+                        int(leaked.sum()), split)
+        keep &= ~leaked
+    return np.flatnonzero(keep)
 
 
-def _oov_rate(vocab: Vocab, sentences: list[list[str]]) -> float:
-    """The share of tokens the vocabulary maps to <unk>."""
-    total = sum(len(s) for s in sentences)
-    unknown = sum(1 for s in sentences for token in s if vocab[token] == UNK_ID)
+def _move_shard(shard: Shard, prepared: PreparedData, split: str) -> None:
+    """A given split's shard files become that split's files."""
+    for lang in LANGS:
+        shard.path(lang).replace(prepared.text(split, lang))
+        shard.path(f"tok.{lang}").replace(prepared.tokens(split, lang))
+    shard.path("lineno").replace(prepared.source_lines(split))
+
+
+def _route(shard: Shard, codes: np.ndarray, prepared: PreparedData, splits: list[str]) -> dict:
+    """Each line of the shard's files into the file of its split (`codes`: SPLIT_CODES, 255 for
+    none), one pass a line at a time; the pairs per split."""
+    def output(name: str, split: str) -> Path:
+        if name == "lineno":
+            return prepared.source_lines(split)
+        lang = name.removeprefix("tok.")
+        return prepared.tokens(split, lang) if name.startswith("tok.") else prepared.text(split, lang)
+
+    for name in SHARD_FILES:
+        outputs = {SPLIT_CODES[s]: open(output(name, s), "w", encoding="utf-8", newline="\n")
+                   for s in splits}
+        try:
+            with open(shard.path(name), encoding="utf-8", newline="\n") as lines:
+                bar = tqdm(lines, total=len(codes), desc=f"split {name}", unit=" lines", disable=None)
+                for code, line in zip(codes.tolist(), bar, strict=True):
+                    if code in outputs:
+                        outputs[code].write(line)
+        finally:
+            for file in outputs.values():
+                file.close()
+    return {split: int((codes == SPLIT_CODES[split]).sum()) for split in splits}
+
+
+def _token_lines(path: Path, desc: str):
+    with open(path, encoding="utf-8", newline="\n") as lines:
+        for line in tqdm(lines, desc=desc, unit=" lines", disable=None):
+            yield line.split()
+
+
+def _oov_rate(vocab: Vocab, path: Path) -> float:
+    """The share of the file's tokens the vocabulary maps to <unk>."""
+    total = unknown = 0
+    with open(path, encoding="utf-8", newline="\n") as lines:
+        for line in lines:
+            tokens = line.split()
+            total += len(tokens)
+            unknown += sum(1 for token in tokens if vocab[token] == UNK_ID)
     return round(unknown / total, 4) if total else 0.0
 
 
@@ -247,6 +341,8 @@ def summary(manifest: dict) -> str:
         f"lines read {counts['lines_read']}, skipped {skipped} {counts['skipped'] or ''}".rstrip(),
         f"pairs {counts['pairs_read']} → duplicates −{counts['duplicates']}, "
         f"length filter −{counts['filtered_length']} → kept {counts['pairs_kept']}",
+        *[f"dropped {n} training pairs sharing a sentence with the given {key[12:]} set"
+          for key, n in counts.items() if key.startswith("leaked_into_")],
         "split " + ", ".join(f"{s} {n}" for s, n in manifest["splits"].items()),
         "vocab " + ", ".join(f"{lang} {n}" for lang, n in manifest["vocab"].items()),
         *_subword_summary(manifest.get("subword")),

@@ -111,33 +111,70 @@ class Subwords:
         self.__init__(state["model"])
 
 
-def apply_subwords(data: DataConfig, tokens: dict[str, list[str]], train: list[int],
-                   folder: Path) -> tuple[dict[str, list[str]], dict | None]:
-    """The pieces of every sentence, from models trained on the `train` sentences; their report.
+def apply_subwords(data: DataConfig, token_files: dict[str, list[Path]], train: dict[str, Path],
+                   folder: Path) -> dict | None:
+    """Cut the words of every token file into pieces, in place, with models trained on the
+    `train` file of each side (a sample of data.subword_sample lines when it is longer).
 
-    With `data.subword: none` the tokens come back as they are and the report is None. Else
-    spm.<lang>.model is written into `folder`, and the report (for manifest.json) gives the
-    vocabulary sizes asked for and trained, and tokens per training sentence before and after.
+    With `data.subword: none` nothing changes and the report is None. Else spm.<lang>.model is
+    written into `folder`, and the report (for manifest.json) gives the vocabulary sizes asked
+    for and trained, and tokens per training sentence before and after.
     """
     if data.subword == "none":
-        return tokens, None
+        return None
     asked = {"zh": data.src_subword_vocab, "en": data.tgt_subword_vocab}
     keys = {"zh": "data.src_subword_vocab", "en": "data.tgt_subword_vocab"}
-    pieces, report = {}, {"type": data.subword, "vocab_size": {"requested": asked, "actual": {}},
-                          "train_tokens_per_sentence": {}}
-    for lang, lines in tokens.items():
-        text = [lines[i].replace(WORD_START, "_") for i in train]  # as encode_lines sees it
+    report = {"type": data.subword, "vocab_size": {"requested": asked, "actual": {}},
+              "train_tokens_per_sentence": {}}
+    for lang, files in token_files.items():
+        text = _sample(train[lang], data.subword_sample, data.split_seed)  # as encode_lines sees it
         model, size = train_model(text, data.subword, asked[lang],
                                   COVERAGE[lang], data.split_seed, keys[lang])
+        del text
         atomic_write(model_file(folder, lang), lambda tmp: tmp.write_bytes(model))
-        pieces[lang] = Subwords(model).encode_lines(lines)
+        subwords = Subwords(model)
+        for path in files:
+            counts = _encode_file(subwords, path)
+            if path == train[lang]:
+                sentences = max(counts[0], 1)
+                report["train_tokens_per_sentence"][lang] = {
+                    "words": round(counts[1] / sentences, 3), "pieces": round(counts[2] / sentences, 3)}
         report["vocab_size"]["actual"][lang] = size
-        words = sum(len(lines[i].split()) for i in train)
-        split = sum(len(pieces[lang][i].split()) for i in train)
-        report["train_tokens_per_sentence"][lang] = {
-            "words": round(words / max(len(train), 1), 3),
-            "pieces": round(split / max(len(train), 1), 3)}
-    return pieces, report
+    return report
+
+
+def _sample(path: Path, size: int, seed: int) -> list[str]:
+    """The lines of `path` (a literal ▁ made _), or `size` of them drawn at random (reservoir
+    sampling: one pass, `size` lines in memory), in file order."""
+    import random
+
+    rng, chosen = random.Random(seed), []
+    with open(path, encoding="utf-8", newline="\n") as file:
+        for number, line in enumerate(file):
+            line = line.rstrip("\n").replace(WORD_START, "_")
+            if number < size:
+                chosen.append((number, line))
+            elif (slot := rng.randrange(number + 1)) < size:
+                chosen[slot] = (number, line)
+    if len(chosen) == size:
+        log.info("sentencepiece learns from %d sampled lines of %s", size, path)
+    return [line for _, line in sorted(chosen)]
+
+
+def _encode_file(subwords: Subwords, path: Path, chunk: int = 10_000) -> tuple[int, int, int]:
+    """Replace a file of words by its pieces, a chunk of lines at a time; (lines, words, pieces)."""
+    tmp = path.with_name(path.name + ".pieces")
+    lines = words = pieces = 0
+    with open(path, encoding="utf-8", newline="\n") as source, \
+            open(tmp, "w", encoding="utf-8", newline="\n") as out:
+        while block := [line.rstrip("\n") for _, line in zip(range(chunk), source)]:
+            encoded = subwords.encode_lines(block)
+            lines += len(block)
+            words += sum(len(line.split()) for line in block)
+            pieces += sum(len(line.split()) for line in encoded)
+            out.write("".join(line + "\n" for line in encoded))
+    tmp.replace(path)
+    return lines, words, pieces
 
 
 def load_models(folder: str | Path, data: DataConfig) -> dict[str, bytes] | None:
