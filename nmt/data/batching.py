@@ -8,10 +8,10 @@ already trained on, and every rank of a distributed run sees the same global bat
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -75,31 +75,39 @@ def in_target_order(examples: list[Example], target_order: str) -> list[Example]
     return [Example(ex.src, in_model_order(ex.tgt, target_order)) for ex in examples]
 
 
-def make_batches(examples: list[Example], batch_tokens: int, seed: int, epoch: int,
+def lengths_of(examples) -> tuple[np.ndarray, np.ndarray]:
+    """(source lengths, target lengths) of every pair, (N,) each: a dataset's own arrays where it
+    has them (PairArrays), else counted from a list of Example (dev sets, distilled targets)."""
+    if hasattr(examples, "tgt_lengths"):
+        return examples.src_lengths, examples.tgt_lengths
+    return (np.fromiter((len(ex.src) for ex in examples), np.int64, len(examples)),
+            np.fromiter((len(ex.tgt) for ex in examples), np.int64, len(examples)))
+
+
+def make_batches(examples, batch_tokens: int, seed: int, epoch: int,
                  shuffle: bool = True) -> list[list[int]]:
     """Indices of each batch; a batch's padded target size (sentences × longest) <= batch_tokens.
 
-    Sort by target then source length, with random tie-breaking so batches differ per epoch,
-    cut into batches, then shuffle the batch order.
+    `examples`: a list of Example or a dataset with length arrays (PairArrays). Sort by target
+    then source length, ties broken at random by (seed, epoch) so batches differ per epoch (in
+    index order without shuffle), cut greedily into batches, then shuffle the batch order.
     """
-    rng = random.Random(seed * 100_003 + epoch)
+    src_lengths, tgt_lengths = lengths_of(examples)
+    rng = np.random.default_rng([seed, epoch])
+    ties = rng.random(len(tgt_lengths)) if shuffle else np.arange(len(tgt_lengths))
+    order = np.lexsort((ties, src_lengths, tgt_lengths))  # (N,) the last key sorts first
+    padded = tgt_lengths[order].astype(np.int64) + 1  # (N,) + </s>, non-decreasing
+    batches, start = [], 0
+    while start < len(order):
+        # Sorted, a batch's longest target is its last: k sentences fit while padded * k fits.
+        most = max(1, batch_tokens // int(padded[start]))
+        window = padded[start:start + most]
+        sizes = window * np.arange(1, len(window) + 1)  # padded size of the first k, k = 1..
+        size = max(1, int(np.searchsorted(sizes, batch_tokens, side="right")))
+        batches.append(order[start:start + size].tolist())
+        start += size
     if shuffle:
-        keys = [(len(ex.tgt), len(ex.src), rng.random()) for ex in examples]
-    else:
-        keys = [(len(ex.tgt), len(ex.src), i) for i, ex in enumerate(examples)]
-    order = sorted(range(len(examples)), key=keys.__getitem__)
-    batches, current, longest = [], [], 0
-    for index in order:
-        length = len(examples[index].tgt) + 1  # + </s>
-        if current and max(longest, length) * (len(current) + 1) > batch_tokens:
-            batches.append(current)
-            current, longest = [], 0
-        current.append(index)
-        longest = max(longest, length)
-    if current:
-        batches.append(current)
-    if shuffle:
-        rng.shuffle(batches)
+        batches = [batches[i] for i in rng.permutation(len(batches))]
     return batches
 
 

@@ -1,10 +1,14 @@
 """Token-sized, length-bucketed batches."""
 
 import random
+from pathlib import Path
 
+import numpy as np
+import pytest
 import torch
 
-from nmt.data.batching import Example, collate, load_examples, make_batches
+from nmt.data.batching import Example, collate, lengths_of, load_examples, make_batches
+from nmt.data.token_arrays import PairArrays, TokenArrays
 from nmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 
@@ -15,14 +19,41 @@ def _examples(n=500, seed=0):
             for _ in range(n)]
 
 
-def test_every_example_once_per_epoch_and_within_the_token_budget():
+def _arrays(examples: list[Example]) -> PairArrays:
+    """The same pairs as memory-mapped training data would hold them (no files needed)."""
+    def side(seqs):
+        offsets = np.concatenate([[0], np.cumsum([len(s) for s in seqs])]).astype(np.int64)
+        return TokenArrays(Path("train"), np.array([i for s in seqs for i in s], np.uint16), offsets)
+    return PairArrays(side([ex.src for ex in examples]), side([ex.tgt for ex in examples]))
+
+
+@pytest.mark.parametrize("as_arrays", [False, True])
+def test_every_example_once_per_epoch_and_within_the_token_budget(as_arrays):
+    examples = _arrays(_examples()) if as_arrays else _examples()
+    for epoch, batch_tokens in ((0, 200), (1, 200), (2, 37), (3, 5)):
+        batches = make_batches(examples, batch_tokens=batch_tokens, seed=1, epoch=epoch)
+        flat = sorted(i for batch in batches for i in batch)
+        assert flat == list(range(len(examples)))
+        for batch in batches:
+            longest = max(len(examples[i].tgt) + 1 for i in batch)
+            assert longest * len(batch) <= batch_tokens or len(batch) == 1
+        assert len(batches) < len(examples) or batch_tokens == 5
+
+
+def test_batches_are_cut_greedily_in_length_order():
+    examples = [Example([5], [6] * n) for n in (1, 1, 1, 2, 2, 3)]  # padded targets 2 2 2 3 3 4
+    batches = make_batches(examples, batch_tokens=8, seed=0, epoch=0, shuffle=False)
+    assert batches == [[0, 1, 2], [3, 4], [5]]  # 3 × 2 = 6 (+ a 3 would be 4 × 3 = 12), 2 × 3, 1 × 4
+
+
+def test_the_list_and_the_arrays_give_the_same_batches():
     examples = _examples()
-    batches = make_batches(examples, batch_tokens=200, seed=1, epoch=0)
-    flat = sorted(i for batch in batches for i in batch)
-    assert flat == list(range(len(examples)))
-    for batch in batches:
-        longest = max(len(examples[i].tgt) + 1 for i in batch)
-        assert longest * len(batch) <= 200 or len(batch) == 1
+    arrays = _arrays(examples)
+    assert [(ex.src, ex.tgt) for ex in arrays] == [(ex.src, ex.tgt) for ex in examples]
+    assert [a.tolist() for a in lengths_of(arrays)] == [a.tolist() for a in lengths_of(examples)]
+    assert make_batches(arrays, 200, seed=1, epoch=4) == make_batches(examples, 200, seed=1, epoch=4)
+    assert (make_batches(arrays, 200, seed=1, epoch=0, shuffle=False)
+            == make_batches(examples, 200, seed=1, epoch=0, shuffle=False))
 
 
 def test_no_batch_is_mostly_padding():
@@ -37,6 +68,15 @@ def test_batches_are_a_function_of_seed_and_epoch():
     assert make_batches(examples, 200, seed=1, epoch=2) == make_batches(examples, 200, seed=1, epoch=2)
     assert make_batches(examples, 200, seed=1, epoch=2) != make_batches(examples, 200, seed=1, epoch=3)
     assert make_batches(examples, 200, seed=1, epoch=2) != make_batches(examples, 200, seed=2, epoch=2)
+
+
+def test_without_shuffle_the_order_is_by_length_then_index_whatever_the_seed():
+    examples = _examples()
+    fixed = make_batches(examples, 200, seed=0, epoch=0, shuffle=False)
+    assert fixed == make_batches(examples, 200, seed=5, epoch=7, shuffle=False)
+    order = [i for batch in fixed for i in batch]
+    assert order == sorted(range(len(examples)),
+                           key=lambda i: (len(examples[i].tgt), len(examples[i].src), i))
 
 
 def test_collate_pads_and_shifts_the_target():
