@@ -36,12 +36,12 @@ from torch import nn
 
 from nmt.checkpoints.averaging import average_label, parse_average, write_average
 from nmt.checkpoints.file import load_checkpoint, model_from_checkpoint
+from nmt.checkpoints.member_dirs import member_run_dirs
 from nmt.config.schema import Config, differing_data_keys
 from nmt.data.vocab import Vocab
 from nmt.errors import NMTError
 from nmt.model.ensemble import Ensemble
 from nmt.runtime import pick_device
-from nmt.training.members import member_run_dirs
 
 log = logging.getLogger(__name__)
 

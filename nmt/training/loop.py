@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -18,7 +19,7 @@ from nmt.config.schema import Config
 from nmt.io import atomic_write_json
 from nmt.model import attention_name, count_parameters
 from nmt.runtime import cpu_model, seed_everything
-from nmt.training.members import train_side_by_side
+from nmt.training.members import member_config, train_side_by_side
 from nmt.training.progress import StopSignal
 from nmt.training.setup import (distill_everywhere, load_training_data, open_run_dir,
                                 prepare_everywhere, start_processes)
@@ -32,15 +33,19 @@ def train(config: Config, command: str | None = None) -> Path:
 
     `command`, the command line that started it, is appended to runs/<name>/commands.txt so that
     every figure in the results table can be traced back to how it was made. With
-    training.members > 1 every member trains at once, in processes of their own."""
-    if config.training.members > 1:
+    training.members > 1 every member trains at once: in processes of their own, or under
+    torchrun each in its own group of the ranks (nmt/training/distributed.py)."""
+    if config.training.members > 1 and int(os.environ.get("WORLD_SIZE", "1")) == 1:
         return train_side_by_side(config, command)
     return train_one(config, command)
 
 
 def train_one(config: Config, command: str | None = None) -> Path:
-    """Train (or resume) one model: the experiment, or one member of it."""
+    """Train (or resume) one model: the experiment, or one member of it. Under torchrun with
+    training.members > 1, `config` is the experiment's and each rank trains its group's member;
+    returns runs/<name>/ on every rank (member 1's folder, as train does)."""
     distributed, device, threads = start_processes(config.training)
+    experiment, config = config, member_config(config, distributed.member)
     seed_everything(config.seed + distributed.rank)
     prepared = prepare_everywhere(config, distributed)
     run_dir = open_run_dir(config, distributed, command)
@@ -60,7 +65,7 @@ def train_one(config: Config, command: str | None = None) -> Path:
                     trainer.progress.step)
     del trainer  # its DDP wrapper holds the process group: let close() free both
     distributed.close()
-    return run_dir
+    return experiment.run_dir
 
 
 def write_summary(run_dir: Path, config: Config, trainer: Trainer, threads: int) -> None:

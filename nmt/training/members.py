@@ -11,9 +11,13 @@ own share of the cores (cores ÷ N threads, pinned to those cores) and the whole
 
 Member 1 trains in runs/<name>/ itself, so that every tool that reads one model (alignment, the
 TensorBoard pictures, a report row) reads it as before; member k >= 2 trains in
-runs/<name>/member<k>/, a run folder of its own, and logs to its train.log there. Rerunning the
-command resumes every member. Ctrl-C reaches every member; SIGTERM to this process stops member
-1 and then the others, each saving its checkpoint first.
+runs/<name>/member<k>/ (nmt/checkpoints/member_dirs.py), a run folder of its own, and logs to
+its train.log there. Rerunning the command resumes every member. Ctrl-C reaches every member;
+SIGTERM to this process stops member 1 and then the others, each saving its checkpoint first.
+
+Under torchrun the members start no processes of their own: torchrun's ranks are split into one
+group per member (nmt/training/distributed.py) and each rank trains its group's member_config,
+logging to the console as any rank does (docs/distributed.md).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import os
 import sys
 from pathlib import Path
 
+from nmt.checkpoints.member_dirs import member_run_dirs
 from nmt.config.schema import Config
 from nmt.errors import NMTError
 from nmt.runtime import pin_to_cores, usable_cores
@@ -33,36 +38,31 @@ from nmt.runtime import pin_to_cores, usable_cores
 log = logging.getLogger(__name__)
 
 
+def member_config(config: Config, k: int) -> Config:
+    """Member k's config: member 1 is `config` itself, member k >= 2 a run of its own in
+    runs/<name>/member<k>/ with seed + k - 1 (and training.members = 1: it is one model)."""
+    if k == 1:
+        return config
+    run_dir = member_run_dirs(config)[k - 1]
+    return dataclasses.replace(
+        config, name=run_dir.name, runs_dir=str(run_dir.parent), seed=config.seed + k - 1,
+        training=dataclasses.replace(config.training, members=1))
+
+
 def member_configs(config: Config) -> list[Config]:
-    """Each member's config: member 1 is `config` itself, member k >= 2 a run of its own in
-    runs/<name>/member<k>/ with seed + k - 1; every member gets its share of the CPU threads."""
+    """Every member's config (member_config), each with its share of the CPU threads."""
     training = config.training
     threads = training.threads or max(1, len(usable_cores()) // training.members)
-    members = []
-    for k in range(1, training.members + 1):
-        member = dataclasses.replace(config, training=dataclasses.replace(training, threads=threads))
-        if k > 1:
-            member = dataclasses.replace(
-                member, name=f"member{k}", runs_dir=str(config.run_dir), seed=config.seed + k - 1,
-                training=dataclasses.replace(member.training, members=1))
-        members.append(member)
-    return members
-
-
-def member_run_dirs(config: Config) -> list[Path]:
-    """runs/<name>/ and runs/<name>/member<k>/ for k = 2..training.members."""
-    return [config.run_dir] + [config.run_dir / f"member{k}"
-                               for k in range(2, config.training.members + 1)]
+    shared = dataclasses.replace(config, training=dataclasses.replace(training, threads=threads))
+    return [member_config(shared, k) for k in range(1, training.members + 1)]
 
 
 def train_side_by_side(config: Config, command: str | None) -> Path:
-    """Train every member at once (members 2..N in child processes); returns runs/<name>/."""
+    """Train every member at once (members 2..N in child processes); returns runs/<name>/.
+    One process's way; under torchrun, train_one trains each rank's member instead."""
     from nmt.data.prepare import prepare
     from nmt.training.loop import train_one
 
-    if "WORLD_SIZE" in os.environ:
-        raise NMTError("training.members > 1 starts its own processes; under torchrun set "
-                       "training.members=1")
     prepare(config)  # once, before the members look for it
     configs = member_configs(config)
     cores = usable_cores()

@@ -13,6 +13,7 @@ from nmt.config.schema import Config, TrainingConfig
 from nmt.data.batching import Example, in_target_order, load_examples
 from nmt.data.prepare import PreparedData, prepare
 from nmt.data.subword import load_models
+from nmt.data.token_arrays import PairArrays, TokenArrays
 from nmt.data.tokenize import EnglishTokenizer, make_tokenizers
 from nmt.data.vocab import Vocab
 from nmt.errors import NMTError
@@ -31,7 +32,7 @@ class TrainingData:
 
     src_vocab: Vocab
     tgt_vocab: Vocab
-    train_examples: list[Example]
+    train_examples: PairArrays | list[Example]  # the prepared arrays; a list with distilled targets
     dev: DevSet
     shown: DevExamples  # the dev sentences TensorBoard shows at every validation
     subword_models: dict[str, bytes] | None  # sentencepiece models: they travel in checkpoints
@@ -39,9 +40,10 @@ class TrainingData:
 
 
 def start_processes(training: TrainingConfig) -> tuple[Distributed, torch.device, int]:
-    """This process's rank (one, or one of torchrun's), its device and its CPU threads."""
-    distributed = Distributed.from_env(pick_device(training.device).type)
-    if not distributed.is_main:  # one console: the other ranks speak up only to warn
+    """This process's rank (one, or one of torchrun's, in the group of the member it trains with
+    training.members > 1), its device and its CPU threads."""
+    distributed = Distributed.from_env(pick_device(training.device).type, training.members)
+    if not distributed.is_main:  # one console: each member's other ranks speak up only to warn
         logging.getLogger().setLevel(logging.WARNING)
     device = device_for(training.device, distributed)
     keep_freed_memory()
@@ -50,37 +52,32 @@ def start_processes(training: TrainingConfig) -> tuple[Distributed, torch.device
 
 
 def prepare_everywhere(config: Config, distributed: Distributed) -> PreparedData:
-    """Rank 0 prepares first, then the first rank of every other machine (whose disk may not be
-    shared: a cache hit where it is), then the rest find the data ready."""
-    prepared = prepare(config) if distributed.is_main else None
-    distributed.barrier()
-    if prepared is None and distributed.local_rank == 0:
-        prepared = prepare(config)
-    distributed.barrier()
-    return prepared or prepare(config)
+    """Global rank 0 prepares first, then the first rank of every other machine (whose disk may
+    not be shared: a cache hit where it is), then the rest find the data ready. World-wide, not
+    per member: every member reads the same prepared data."""
+    return distributed.in_turn(lambda: prepare(config))
 
 
 def distill_everywhere(config: Config, prepared: PreparedData, distributed: Distributed,
                        device: torch.device) -> Path | None:
     """The teachers' translations of the training sources (training.distill_from), else None.
 
-    As prepare_everywhere: rank 0 translates (on its device) while the others wait at the
-    barrier, then the first rank of every other machine (a cache hit where the disk is shared,
-    else it translates too), then the rest find the file cached. The wait is bounded by the
-    process group's timeout (30 minutes): ample for Tatoeba, not for a corpus of millions."""
+    As prepare_everywhere: global rank 0 translates (on its device) while the others wait at
+    the barrier, then the first rank of every other machine (a cache hit where the disk is
+    shared, else it translates too), then the rest find the file cached. World-wide, not per
+    member: the translations are cached beside the prepared data and depend on neither the seed
+    nor the run, so the members of training.members share one translation. The wait is bounded
+    by the process group's timeout (30 minutes): ample for Tatoeba, not for a corpus of
+    millions."""
     if not config.training.distill_from:
         return None
-    targets = distilled_targets(config, prepared, device) if distributed.is_main else None
-    distributed.barrier()
-    if targets is None and distributed.local_rank == 0:
-        targets = distilled_targets(config, prepared, device)
-    distributed.barrier()
-    return targets or distilled_targets(config, prepared, device)
+    return distributed.in_turn(lambda: distilled_targets(config, prepared, device))
 
 
 def open_run_dir(config: Config, distributed: Distributed, command: str | None) -> Path:
-    """runs/<name>/, claimed by rank 0 (never silently another experiment's), with the command
-    that started the run appended to its commands.txt."""
+    """runs/<name>/ (or a member's runs/<name>/member<k>/), claimed by the member's rank 0
+    (never silently another experiment's), with the command that started the run appended to
+    its commands.txt; the member's other ranks wait for it."""
     run_dir = claim_run_dir(config) if distributed.is_main else config.run_dir
     if command is not None and distributed.is_main:
         record_command(run_dir, command)
@@ -92,12 +89,17 @@ def load_training_data(config: Config, prepared: PreparedData,
                        train_targets: Path | None = None) -> TrainingData:
     """`train_targets`: the training targets' token file when it is not the prepared references
     (distill_everywhere's, with training.distill_from). The dev set always keeps its references."""
-    training = config.training
+    training, order = config.training, config.model.target_order
     src_vocab, tgt_vocab = Vocab.load(prepared.vocab("zh")), Vocab.load(prepared.vocab("en"))
-    train_examples = load_examples(prepared.tokens("train", "zh"),
-                                   train_targets or prepared.tokens("train", "en"),
-                                   src_vocab, tgt_vocab, max_length=training.max_length)
-    if not train_examples:
+    if train_targets is None:  # memory-mapped: shared by every process of the machine
+        train_examples = PairArrays(TokenArrays.open(prepared.dir / "train.zh"),
+                                    TokenArrays.open(prepared.dir / "train.en"),
+                                    training.max_length, order)
+    else:
+        train_examples = in_target_order(load_examples(
+            prepared.tokens("train", "zh"), train_targets, src_vocab, tgt_vocab,
+            max_length=training.max_length), order)
+    if not len(train_examples):
         raise NMTError(f"{prepared.dir}: no training pairs within training.max_length")
     dev = DevSet(
         load_examples(prepared.tokens("dev", "zh"), prepared.tokens("dev", "en"), src_vocab, tgt_vocab),
@@ -107,9 +109,7 @@ def load_training_data(config: Config, prepared: PreparedData,
     )
     # A right_to_left model learns every target reversed, its dev loss too; decoding
     # (nmt/decoding/translate.py) turns its output back, so dev BLEU reads left to right.
-    order = config.model.target_order
-    train_examples, dev.examples = (in_target_order(train_examples, order),
-                                    in_target_order(dev.examples, order))
+    dev.examples = in_target_order(dev.examples, order)
     shown = DevExamples.choose(dev.src_tokens, read_lines(prepared.text("dev", "zh")),
                                [line.split() for line in read_lines(prepared.tokens("dev", "en"))],
                                training.examples, training.examples_gold)

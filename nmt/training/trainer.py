@@ -102,7 +102,8 @@ class Trainer:
         """What the steps need once the weights are in place: the DDP wrapper, the guided
         alignment loss, bf16 autocast and TensorBoard."""
         training, distributed = self.training, self.distributed
-        self.trained = DistributedDataParallel(self.model) if distributed.enabled else self.model
+        self.trained = (DistributedDataParallel(self.model, process_group=distributed.group)
+                        if distributed.enabled else self.model)  # group None: the world's
         # (guide,) adds the guided alignment loss to summed_loss; () leaves its call as it was
         self.guided = () if training.guided_alignment == 0 else (guided_alignment(
             training.guided_alignment, self.data.train_examples, self.run_dir, distributed),)

@@ -1,4 +1,5 @@
-"""Training under torchrun: two gloo processes on CPU against one process on the same batches.
+"""Training under torchrun: two gloo processes on CPU against one process on the same batches,
+and the default's two members (training.members: 2) trained one rank each.
 
 Each test launches `python -m torch.distributed.run --standalone --nproc-per-node 2` as a
 subprocess (a free port every time), on the tiny corpus prepared once for the whole module.
@@ -21,12 +22,16 @@ import torch
 import torch.distributed as dist
 
 from helpers import REPO, write_tiny_corpus
+from nmt.checkpoints.choose import choose_checkpoints
 from nmt.checkpoints.file import load_checkpoint
+from nmt.checkpoints.member_dirs import member_run_dirs
 from nmt.config.loader import load_config
 from nmt.data.batching import load_examples, make_batches
 from nmt.data.vocab import Vocab
 from nmt.data.prepare import prepare
+from nmt.errors import NMTError
 from nmt.runtime import set_threads
+from nmt.training.distributed import Distributed, member_ranks
 from nmt.training.loop import train
 
 pytestmark = pytest.mark.e2e  # every test here runs the real stages
@@ -247,3 +252,65 @@ def test_threads_0_shares_the_cores_among_the_ranks_of_a_machine(monkeypatch):
         assert set_threads(3) == 3  # a number given in the config is kept
     finally:
         torch.set_num_threads(before)
+
+
+def test_members_split_the_ranks_into_interleaved_groups():
+    """Member k is global ranks k-1, k-1+M, ...: every member's rank 0 is on machine 0."""
+    assert member_ranks(2, 2, 2) == [[0], [1]]  # make train NPROC=2 with the default
+    assert member_ranks(4, 1, 4) == [[0, 1, 2, 3]]  # one model: the whole world
+    assert member_ranks(8, 2, 4) == [[0, 2, 4, 6], [1, 3, 5, 7]]  # 2 machines of 4
+    assert member_ranks(6, 3, 3) == [[0, 3], [1, 4], [2, 5]]
+    assert member_ranks(4, 4, 4) == [[0], [1], [2], [3]]  # one machine: any divisor will do
+    with pytest.raises(NMTError, match=r"training.members=2 does not divide the 3 .*WORLD_SIZE"):
+        member_ranks(3, 2, 3)
+    with pytest.raises(NMTError, match=r"more than the 2 processes per machine .*LOCAL_WORLD_SIZE"
+                                       r".*Set NPROC to at least 4"):
+        member_ranks(4, 4, 2)  # 2 machines of 2: members 3 and 4 would lead from machine 1
+
+
+def test_a_world_the_members_do_not_divide_is_refused_before_joining(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "3")
+    with pytest.raises(NMTError, match="does not divide"):
+        Distributed.from_env("cpu", members=2)
+    assert not dist.is_initialized()
+    monkeypatch.setenv("WORLD_SIZE", "1")  # python, not torchrun: one rank, member 1
+    assert Distributed.from_env("cpu", members=2) == Distributed()
+
+
+# configs/tatoeba.yaml itself (training.members: 2), only sized to the tiny corpus and cut short;
+# a validated checkpoint every 2 steps keeps the 5 that its eval.average (best:5) asks for.
+TATOEBA = REPO / "configs" / "tatoeba.yaml"
+TATOEBA_STEPS = 10
+TATOEBA_TINY = ["data.dev_size=20", "data.test_size=20", "data.src_subword_vocab=60",
+                "data.tgt_subword_vocab=60", f"training.max_steps={TATOEBA_STEPS}",
+                "training.validate_every=2", "training.checkpoint_every=2"]
+
+
+@needs_gloo
+def test_the_default_trains_its_two_members_one_rank_each_under_torchrun(tmp_path):
+    """make train NPROC=2: rank 0 trains member 1 in runs/<name>/, rank 1 member 2 beside it."""
+    corpus = write_tiny_corpus(tmp_path / "raw" / "cmn.txt")
+    overrides = [f"data.corpus={corpus}", f"data.prepared_dir={tmp_path / 'prepared'}",
+                 f"runs_dir={tmp_path / 'runs'}", *TATOEBA_TINY]
+    status, output = torchrun(REPO / "scripts" / "train.py", str(TATOEBA), *overrides)
+    assert status == 0, output[-3000:]
+
+    config = load_config(TATOEBA, overrides)
+    assert config.training.members == 2
+    folders = member_run_dirs(config)
+    assert folders == [config.run_dir, config.run_dir / "member2"]
+    for folder in folders:
+        summary = json.loads((folder / "train_summary.json").read_text())
+        assert summary["finished"] and summary["step"] == TATOEBA_STEPS
+    first, second = (load_checkpoint(f / "checkpoints" / "last.pt") for f in folders)
+    assert second["config"]["seed"] == first["config"]["seed"] + 1
+    assert len(first["rng"]) == len(second["rng"]) == 1  # each member trained on one rank
+    assert not torch.equal(next(iter(first["model"].values())),
+                           next(iter(second["model"].values())))  # two different models
+    # Each member's rank 0 logs: rank 1 speaks for member 2, not only in warnings.
+    assert re.search(r"\[default1\]:.* INFO .*model: ", output), output[-3000:]
+
+    chosen = choose_checkpoints(config)  # what make eval decodes: the 2 members' averages
+    assert chosen.label == "ensemble.average_best5"
+    assert chosen.paths == [f / "checkpoints" / "average_best5.pt" for f in folders]

@@ -79,12 +79,6 @@ def test_members_train_side_by_side_and_make_eval_decodes_their_ensemble(smoke_c
         train(with_members(config, 1))
 
 
-def test_members_are_refused_under_torchrun(smoke, monkeypatch):
-    monkeypatch.setenv("WORLD_SIZE", "2")
-    with pytest.raises(NMTError, match="under torchrun set training.members=1"):
-        train(with_members(smoke, 2))
-
-
 def test_members_must_be_positive(tmp_path):
     path = tmp_path / "exp.yaml"
     path.write_text("training:\n  members: 0\n", encoding="utf-8")
