@@ -23,7 +23,8 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from nmt.config.loader import load_config
-from nmt.data.batching import collate, load_examples, make_batches
+from nmt.data.batching import collate, make_batches
+from nmt.data.token_arrays import PairArrays, TokenArrays
 from nmt.data.vocab import Vocab
 from nmt.model import build_model, count_parameters, describe
 from nmt.training.optim import build_optimizer
@@ -52,8 +53,9 @@ def measure(config, steps: int, allocator_tweak: bool, start_together=None) -> d
     seed_everything(config.seed)
     prepared = load_prepared(config)
     src_vocab, tgt_vocab = Vocab.load(prepared.vocab("zh")), Vocab.load(prepared.vocab("en"))
-    examples = load_examples(prepared.tokens("train", "zh"), prepared.tokens("train", "en"),
-                             src_vocab, tgt_vocab, config.training.max_length)
+    examples = PairArrays(TokenArrays.open(prepared.dir / "train.zh"),
+                          TokenArrays.open(prepared.dir / "train.en"), config.training.max_length,
+                          config.model.target_order)
     batches = make_batches(examples, config.training.batch_tokens, config.seed, epoch=0)
     if len(batches) < 4:  # 3 warm-up steps and at least one timed
         raise SystemExit(f"{prepared.tokens('train', 'en')}: {len(batches)} batches of "
