@@ -12,6 +12,7 @@ from nmt.config.loader import build_config
 from nmt.data.prepare import prepare
 from nmt.data.sources import parse_sources, read_source
 from nmt.errors import NMTError
+from nmt.evaluation.evaluate import read_split
 from nmt.io import read_lines
 
 PAIRS = [("汤姆喜欢猫。", "Tom likes cats."), ("我饿了。", "I'm hungry."), ("你好。", "Hello.")]
@@ -117,6 +118,8 @@ def test_given_dev_and_test_sets_replace_the_carved_ones_and_leaks_are_dropped(s
     assert manifest["splits"] == {"train": len(pairs) - 2, "dev": 2, "test": 4}
     assert manifest["counts"]["leaked_into_test"] == 1 and manifest["counts"]["leaked_into_dev"] == 1
     assert read_lines(prepared.text("test", "en")) == [en for _, en in test_pairs]
+    # what `make eval` scores: the given test set whole, in its order
+    assert read_split(prepared, "test") == ([zh for zh, _ in test_pairs], [en for _, en in test_pairs])
     assert read_lines(prepared.text("dev", "zh")) == ["不同的中文。", "只在开发集。"]
     train_en = set(read_lines(prepared.text("train", "en")))
     assert pairs[0][0] not in train_en and pairs[1][0] not in train_en
