@@ -1,56 +1,89 @@
 """The web page and its JSON API: type Chinese, see the translation, its attention and its links.
 
-    GET /                 the page (static/index.html)
-    GET /api/translate    ?text=...&beam=5&nbest=1[&run=NAME] → JSON, see `translate`
-    GET /api/runs         the trained runs under runs/, and the default one
-    GET /api/health       {"ok": true} once the default run is loaded
-    GET /font             the CJK font the attention plots use too (Chinese labels, offline)
+    GET  /                 the page (static/index.html)
+    GET  /api/translate    ?text=...&beam=5&nbest=1[&run=NAME] → one text's translation (TextResult)
+    POST /api/translate    {"lines": [...], "beam": 5, "nbest": 1, "run": NAME} → one result per line
+    GET  /api/runs         the trained runs under runs/, and the default one
+    GET  /api/health       {"ok": true} once the default run is loaded
+    GET  /font             the CJK font the attention plots use too (Chinese labels, offline)
+    GET  /docs             the API, as Swagger UI renders /openapi.json
 
-Every error a request can cause is a JSON {"error": message} with a 4xx status; anything else is
-logged and answered 500 without a traceback: the server stays up.
+Parameters, bodies and answers are declared (FastAPI's Query, the pydantic models of
+`schemas`), so /openapi.json describes them all. Errors: see `errors`.
 """
 
-from __future__ import annotations
-
-import logging
 from pathlib import Path
-from urllib.parse import parse_qs
+from typing import Annotated
 
 import numpy as np
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
+from nmt.align.bidirectional import BidirectionalAligner
 from nmt.align.extract import extract_links
+from nmt.align.links import Link, join_units, parse_pairs
+from nmt.align.units import unit_links_to_tokens
 from nmt.decoding.translator import Translation, Translator
-from nmt.errors import NMTError
 from nmt.plot import cjk_font
-from nmt.serve.runs import RunRegistry, UnknownRun
-
-log = logging.getLogger(__name__)
+from nmt.serve.errors import BadRequest, RequestGuard, add_error_handlers
+from nmt.serve.runs import RunRegistry
+from nmt.serve.schemas import (BEAM, MAX_BEAM, NBEST, RUN, BatchResult, Error, Health, Runs, TextResult,
+                               TranslateBatch)
 
 STATIC = Path(__file__).parent / "static"
-MAX_BEAM = 50
-
-
-class BadRequest(NMTError):
-    """What the request asked for cannot be done: a 400 with the message."""
+# Any 4xx is an Error; declaring "4XX" also keeps FastAPI from listing its own 422 body.
+ERRORS = {"4XX": {"model": Error, "description": "a bad request: what is wrong and what to do"},
+          500: {"model": Error, "description": "a server error (logged; the server goes on)"}}
 
 
 def create_app(registry: RunRegistry, max_chars: int = 2000) -> FastAPI:
-    app = FastAPI(title="nmt: translate and see the attention", docs_url=None, redoc_url=None)
+    app = FastAPI(title="nmt: translate and see the attention", redoc_url=None,
+                  description=f"Chinese → English translations with their attention and word links. "
+                              f"A request translates at most {max_chars} characters.")
+    app.add_middleware(RequestGuard, max_body_bytes=max_body_bytes(max_chars))
+    add_error_handlers(app)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    add_page(app)
+
+    @app.get("/api/health", response_model=Health, responses=ERRORS)
+    def health() -> dict:
+        registry.get()
+        return {"ok": True, "run": registry.default_run}
+
+    @app.get("/api/runs", response_model=Runs)
+    def runs() -> dict:
+        return {"runs": registry.names(), "default": registry.default_run}
+
+    @app.get("/api/translate", response_model=TextResult, responses=ERRORS)
+    def translate_text(
+        text: Annotated[str, Query(max_length=max_chars, examples=["汤姆喜欢猫。"],
+                                   description="Chinese, one sentence per line (blank lines are skipped)")],
+        beam: Annotated[int, Query(ge=1, le=MAX_BEAM, description=BEAM)] = 5,
+        nbest: Annotated[int, Query(ge=1, le=MAX_BEAM, description=NBEST)] = 1,
+        run: Annotated[str | None, Query(description=RUN)] = None,
+    ) -> dict:
+        """The text's translation: the first line's fields at the top, every line in `lines`."""
+        lines = [line for line in text.split("\n") if line.strip()]
+        if not lines:
+            raise BadRequest("text is empty: give the Chinese to translate, e.g. ?text=汤姆喜欢猫。")
+        answer = translate(registry, lines, beam, nbest, run)
+        return {**answer, **answer["lines"][0]}
+
+    @app.post("/api/translate", response_model=BatchResult, responses=ERRORS)
+    def translate_lines(batch: TranslateBatch) -> dict:
+        """Each line's translation, in the order sent (a blank line gets an empty one)."""
+        characters = sum(map(len, batch.lines))
+        if characters > max_chars:
+            raise BadRequest(f"lines has {characters} characters in all; at most {max_chars} per request")
+        return translate(registry, batch.lines, batch.beam, batch.nbest, batch.run)
+
+    return app
+
+
+def add_page(app: FastAPI) -> None:
+    """The page and the font its Chinese labels use: no CDN, works offline."""
     font = cjk_font()
-
-    @app.exception_handler(NMTError)
-    def user_error(request: Request, error: NMTError) -> JSONResponse:
-        return JSONResponse({"error": str(error)}, status_code=404 if isinstance(error, UnknownRun) else 400)
-
-    @app.exception_handler(Exception)
-    def server_error(request: Request, error: Exception) -> JSONResponse:
-        log.exception("request %s failed", request.url.path)
-        return JSONResponse({"error": f"internal error ({type(error).__name__}); see the server log"},
-                            status_code=500)
 
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
@@ -63,69 +96,48 @@ def create_app(registry: RunRegistry, max_chars: int = 2000) -> FastAPI:
         # 8 MB: the browser keeps it for a day instead of asking again on every page load.
         return FileResponse(font[1], headers={"Cache-Control": "public, max-age=86400"})
 
-    @app.get("/api/health")
-    def health() -> dict:
-        registry.get()
-        return {"ok": True, "run": registry.default_run}
 
-    @app.get("/api/runs")
-    def runs() -> dict:
-        return {"runs": registry.names(), "default": registry.default_run}
-
-    @app.get("/api/translate")
-    def translate(request: Request) -> dict:
-        query = parse_query(request.scope.get("query_string", b""))
-        text, beam, nbest = check_request(query, max_chars)
-        run = registry.get(query.get("run"))
-        lines = [line for line in text.split("\n") if line.strip()]
-        translator, results = run.translator, run.translate(lines, beam, nbest)
-        answers = [describe(translator, result) for result in results]
-        return {"run": translator.run_name, "architecture": translator.architecture,
-                **answers[0], "lines": answers}
-
-    return app
+def max_body_bytes(max_chars: int) -> int:
+    """The longest POST body worth reading: max_chars characters even as JSON's 6-byte \\uXXXX
+    escapes, with room for the rest of the JSON. Longer bodies are refused unread (413)."""
+    return 8 * max_chars + 64 * 1024
 
 
-def parse_query(raw: bytes) -> dict[str, str]:
-    """The query's fields, decoded strictly: bytes that are not UTF-8 are a 400, not U+FFFD."""
-    try:
-        # Raw bytes (uvicorn's h11 refuses them, httptools passes them) and %XX escapes alike.
-        fields = parse_qs(raw.decode("utf-8"), keep_blank_values=True, encoding="utf-8",
-                          errors="strict")
-    except UnicodeDecodeError:
-        raise BadRequest("the query is not valid UTF-8") from None
-    return {key: values[-1] for key, values in fields.items()}
-
-
-def check_request(query: dict[str, str], max_chars: int) -> tuple[str, int, int]:
-    """(text, beam, nbest) of a translate request, or a BadRequest saying what is wrong."""
-    text = query.get("text", "")
-    if not text.strip():
-        raise BadRequest("text is empty: give the Chinese to translate, e.g. ?text=汤姆喜欢猫。")
-    if len(text) > max_chars:
-        raise BadRequest(f"text has {len(text)} characters; at most {max_chars} per request")
-    beam, nbest = _integer(query, "beam", 5), _integer(query, "nbest", 1)
-    if not 1 <= beam <= MAX_BEAM:
-        raise BadRequest(f"beam = {beam}: use 1 to {MAX_BEAM}")
-    if not 1 <= nbest <= beam:
+def translate(registry: RunRegistry, lines: list[str], beam: int, nbest: int, run: str | None) -> dict:
+    """{"run", "architecture", "lines": one answer per line, in order}."""
+    if nbest > beam:
         raise BadRequest(f"nbest = {nbest}: use 1 to beam ({beam})")
-    return text, beam, nbest
+    batcher = registry.get(run)
+    translator = batcher.translator
+    results = batcher.translate(lines, beam, nbest)
+    both = bidirectional_links(translator, results) or [None] * len(results)
+    answers = [describe(translator, result, links) for result, links in zip(results, both)]
+    return {"run": translator.run_name, "architecture": translator.architecture, "lines": answers}
 
 
-def _integer(query: dict[str, str], key: str, default: int) -> int:
-    try:
-        return int(query.get(key, default))
-    except ValueError:
-        raise BadRequest(f"{key} = {query[key]!r} is not a whole number") from None
+def bidirectional_links(translator: Translator, results: list[Translation]
+                        ) -> list[set[Link]] | None:
+    """With a reverse model among the run's eval.rerank, each line's links from both directions
+    (Translator.align: the forward model and the reverse one, teacher-forced on the translation),
+    moved from characters and Moses tokens onto the words the page shows; else None."""
+    if not isinstance(translator.aligner, BidirectionalAligner):
+        return None
+    lines = [f"{join_units(r.src_tokens)}\t{r.text}" for r in results]
+    pairs = parse_pairs(lines, "the page's translations")
+    found = translator.align([p.src_text for p in pairs], [p.tgt_text for p in pairs])
+    return [unit_links_to_tokens(set(links), r.src_tokens, p.src_units, r.tokens, p.tgt_units)
+            for links, r, p in zip(found, results, pairs)]
 
 
-def describe(translator: Translator, result: Translation) -> dict:
-    """One line's answer: rows of `attention` are the target tokens (no </s> row), columns the
-    source tokens; `links` are [source index, target index] read from it (grow-diag-final-and
-    of both directions' argmax); `layers`, for a Transformer, every layer's every head."""
+def describe(translator: Translator, result: Translation, links: set[Link] | None = None) -> dict:
+    """One line's answer (a LineResult): rows of `attention` are the target tokens (no </s>
+    row), columns the source tokens; `links` are [source index, target index]: those given (both
+    directions', bidirectional_links), else read from the attention (grow-diag-final-and of its
+    row- and column-wise argmax); `layers`, for a Transformer, every layer's every head."""
     rows = len(result.tokens)
     attention = None if result.attention is None else np.asarray(result.attention)[:rows]
-    links = [] if attention is None else sorted(extract_links(attention, "grow-diag-final-and"))
+    if links is None:
+        links = set() if attention is None else extract_links(attention, "grow-diag-final-and")
     layers = translator.cross_attention(result)
     return {
         "translation": result.text,
@@ -133,6 +145,7 @@ def describe(translator: Translator, result: Translation) -> dict:
         "source_tokens": result.src_tokens,
         "target_tokens": result.tokens,
         "attention": None if attention is None else np.round(attention, 4).tolist(),
-        "links": [[int(source), int(target)] for source, target in links],
+        "links": [[int(source), int(target)] for source, target in sorted(links)],
         "layers": None if layers is None else np.round(layers[:, :, :rows], 4).tolist(),
     }
+

@@ -1,11 +1,10 @@
 """Requests that arrive together are decoded together: one batch through the model.
 
 Eight clients asking at once would otherwise take turns with a batch of one sentence each; a
-beam search of eight sentences costs far less than eight of one (beam 5, a model of
-bahdanau.yaml's size, one thread: 12 ms a sentence in a batch of eight, 40 ms alone). No extra
-thread: every request puts its lines in the waiting list and queues for the model; whoever gets
-the model decodes everything waiting with the same beam and n-best, its own lines first, and
-hands each request its share.
+beam search of eight sentences costs far less than eight of one (`bench/bench_serve.py`
+measures it). No extra thread: every request puts its lines in the waiting list and queues for
+the model; whoever gets the model decodes everything waiting with the same beam and n-best, its
+own lines first, and hands each request its share.
 Search results do not depend on the batch (tests/decoding/test_search.py), so an answer is the
 same whoever it was decoded with.
 """

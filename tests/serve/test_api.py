@@ -1,14 +1,20 @@
-"""The JSON API: a good request's shape, and every bad one a 4xx JSON error, never a dead server."""
+"""The JSON API: a good request's shape (GET and POST), the OpenAPI description of both, and
+every bad request a 4xx JSON error, never a dead server. tests/serve/test_fuzz.py lets a fuzzer
+loose on the same app."""
 
 from __future__ import annotations
 
+import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from fastapi.testclient import TestClient
+from starlette.datastructures import QueryParams
 
 from random_checkpoint import single_thread
-from nmt.serve.app import BadRequest, create_app, parse_query
+from nmt.serve.app import create_app
+from nmt.serve.errors import RequestGuard, is_utf8_query
+from nmt.serve.schemas import MAX_LINES
 
 
 @pytest.fixture
@@ -32,12 +38,12 @@ def test_a_translation_with_its_attention_and_links(client):
     assert body["lines"][0]["translation"] == body["translation"]
 
 
-def test_several_lines_and_a_transformer_with_every_layer_and_head(client):
+def test_several_lines_and_a_transformer_with_every_layer_and_head(client, registry):
     body = client.get("/api/translate", params={"text": "汤姆喜欢猫。\n\n玛丽喜欢狗。",
                                                 "run": "transformer", "beam": 2}).json()
     assert body["architecture"] == "transformer" and len(body["lines"]) == 2
-    layers = body["lines"][1]["layers"]  # (layers, heads, T, S): smoke has 1 layer of 2 heads
-    assert len(layers) == 1 and len(layers[0]) == 2
+    layers = body["lines"][1]["layers"]  # (layers, heads, T, S)
+    assert (len(layers), len(layers[0])) == registry.get("transformer").translator.model.attention_grid
     assert len(layers[0][0]) == len(body["lines"][1]["target_tokens"])
 
 
@@ -51,13 +57,15 @@ def test_runs_health_page_and_font(client):
 
 
 @pytest.mark.parametrize("query, status, says", [
+    ("", 400, "text is missing"),
     ("text=", 400, "empty"),
-    ("text=%20%20", 400, "empty"),
-    ("text=" + "猫" * 51, 400, "at most 50"),
-    ("text=猫&beam=0", 400, "beam = 0"),
-    ("text=猫&beam=1000", 400, "beam = 1000"),
-    ("text=猫&beam=many", 400, "not a whole number"),
-    ("text=猫&beam=2&nbest=3", 400, "nbest = 3"),
+    ("text=%20%20%0A", 400, "empty"),
+    ("text=" + "猫" * 51, 400, "text (51 characters): string should have at most 50 characters"),
+    ("text=猫&beam=0", 400, "beam = 0: input should be greater than or equal to 1"),
+    ("text=猫&beam=1000", 400, "beam = 1000: input should be less than or equal to 50"),
+    ("text=猫&beam=many", 400, "beam = many: input should be a valid integer"),
+    ("text=猫&nbest=0&beam=0", 400, "nbest = 0"),  # every wrong parameter is named
+    ("text=猫&beam=2&nbest=3", 400, "nbest = 3: use 1 to beam (2)"),
     ("text=猫&run=nosuchrun", 404, "no trained run"),
     ("text=猫&run=untrained", 404, "no trained run"),
     ("text=猫&run=../../etc", 404, "folder under runs/"),
@@ -82,9 +90,94 @@ def test_concurrent_requests_share_one_model(client, registry):
     assert len(registry._loaded) == 1  # loaded once
 
 
+@pytest.mark.parametrize("body, status, says", [
+    ({"lines": []}, 400, "lines = []: list should have at least 1 item"),
+    ({"lines": ["猫"] * (MAX_LINES + 1)}, 400, f"list should have at most {MAX_LINES} items"),
+    ({"lines": ["猫" * 30, "狗" * 21]}, 400, "lines has 51 characters in all; at most 50"),
+    ({"lines": ["猫", 3]}, 400, "lines[1] = 3: input should be a valid string"),
+    ({"lines": ["猫"], "beam": 0}, 400, "beam = 0"),
+    ({"lines": ["猫"], "beam": 2, "nbest": 3}, 400, "nbest = 3: use 1 to beam (2)"),
+    ({"lines": ["猫"], "beam_size": 3}, 400, "beam_size = 3: extra inputs are not permitted"),
+    ({"text": "猫"}, 400, "lines is missing"),
+    (["猫"], 400, "the body: input should be a valid dictionary"),
+    ({"lines": ["猫"], "run": "nosuchrun"}, 404, "no trained run"),
+])
+def test_bad_batches_get_a_json_error(client, body, status, says):
+    answer = client.post("/api/translate", json=body)
+    assert answer.status_code == status, answer.text
+    assert says in answer.json()["error"]
+
+
+@pytest.mark.parametrize("send, status, says", [
+    (dict(content='{"lines": ["猫"]'.encode()), 400, "the body is not JSON"),
+    (dict(content=b""), 400, "the body is missing"),
+    (dict(content=b" " * 500_000), 413, "over the limit"),  # refused unread
+], ids=["not JSON", "no body", "too long"])
+def test_a_body_that_is_no_batch_gets_a_json_error(client, send, status, says):
+    answer = client.post("/api/translate", headers={"Content-Type": "application/json"}, **send)
+    assert answer.status_code == status, answer.text
+    assert says in answer.json()["error"]
+
+
+def test_unknown_paths_and_methods_get_a_json_error(client):
+    assert client.get("/api/nothing").json() == {"error": "GET /api/nothing: Not Found"}
+    answer = client.delete("/api/translate")
+    assert answer.status_code == 405 and "Method Not Allowed" in answer.json()["error"]
+
+
+def test_a_batch_answers_each_line_in_order(client):
+    lines = ["玛丽喜欢狗。", "", "汤姆喜欢猫。", "汤姆喜欢猫。"]
+    answer = client.post("/api/translate", json={"lines": lines, "beam": 3, "nbest": 2,
+                                                 "run": "transformer"})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["run"] == "transformer" and body["architecture"] == "transformer"
+    assert [line["source_tokens"] for line in body["lines"]] == [
+        ["玛丽", "喜欢", "狗", "。"], [], ["汤姆", "喜欢", "猫", "。"], ["汤姆", "喜欢", "猫", "。"]]
+    blank = body["lines"][1]  # a blank line keeps its place, with nothing translated
+    assert blank["translation"] == "" and blank["attention"] is None
+    assert body["lines"][2] == body["lines"][3]
+    alone = client.get("/api/translate", params={"text": lines[0], "beam": 3, "nbest": 2,
+                                                 "run": "transformer"}).json()
+    assert body["lines"][0] == alone["lines"][0]  # the same per-line answer as GET
+
+
+def test_openapi_lists_the_parameters_their_limits_and_the_answers(client):
+    api = client.get("/openapi.json").json()
+    get, post = api["paths"]["/api/translate"]["get"], api["paths"]["/api/translate"]["post"]
+    parameters = {p["name"]: p for p in get["parameters"]}
+    assert set(parameters) == {"text", "beam", "nbest", "run"} and parameters["text"]["required"]
+    assert parameters["text"]["schema"]["maxLength"] == 50
+    assert (parameters["beam"]["schema"]["minimum"], parameters["beam"]["schema"]["maximum"]) == (1, 50)
+    assert not parameters["run"]["required"]
+    batch = api["components"]["schemas"]["TranslateBatch"]
+    assert batch["required"] == ["lines"] and batch["properties"]["lines"]["maxItems"] == MAX_LINES
+    assert post["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/TranslateBatch")
+    for operation, answer in ((get, "TextResult"), (post, "BatchResult")):
+        assert operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith(answer)
+        errors = operation["responses"]["4XX"]["content"]["application/json"]["schema"]
+        assert errors["$ref"].endswith("/Error") and "422" not in operation["responses"]
+
+
+def test_the_docs_page_is_served(client):
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and "swagger-ui" in docs.text and "/openapi.json" in docs.text
+
+
 def test_the_query_is_strict_utf8_whether_escaped_or_raw():
-    assert parse_query("text=汤姆&beam=3".encode()) == {"text": "汤姆", "beam": "3"}
-    assert parse_query(b"text=%E6%B1%A4%E5%A7%86") == {"text": "汤姆"}
+    assert is_utf8_query("text=汤姆&beam=3".encode()) and is_utf8_query(b"text=%E6%B1%A4%E5%A7%86")
     for raw in (b"text=%FF", b"text=\xff\xfe", b"beam=%C3"):
-        with pytest.raises(BadRequest, match="not valid UTF-8"):
-            parse_query(raw)
+        assert not is_utf8_query(raw)
+
+
+def test_raw_utf8_in_the_query_reads_as_sent():
+    """httptools passes raw bytes that Starlette would read as Latin-1: the guard escapes them."""
+    seen = {}
+
+    async def app(scope, receive, send):
+        seen["query"] = QueryParams(scope["query_string"].decode("latin-1"))
+
+    scope = {"type": "http", "method": "GET", "headers": [],
+             "query_string": "text=汤姆 喜欢&beam=3&x=%E7%8C%AB".encode()}
+    asyncio.run(RequestGuard(app, max_body_bytes=100)(scope, None, None))
+    assert dict(seen["query"]) == {"text": "汤姆 喜欢", "beam": "3", "x": "猫"}

@@ -48,6 +48,11 @@ def test_the_script_serves_the_configs_run_on_loopback(tmp_path: Path, smoke):
         assert answer.status_code == 200 and answer.json()["run"] == "smoke"
         assert httpx.get(f"{url}/api/runs").json() == {"runs": ["smoke"], "default": "smoke"}
         assert httpx.get(f"{url}/api/translate", params={"text": ""}).status_code == 400
+        batch = httpx.post(f"{url}/api/translate", json={"lines": ["汤姆喜欢猫。", "玛丽喜欢狗。"]}, timeout=30)
+        assert batch.status_code == 200 and len(batch.json()["lines"]) == 2
+        # 2,001 characters, 18 kB of URL: the app itself says no, in JSON, not the HTTP layer.
+        too_long = httpx.get(f"{url}/api/translate", params={"text": "猫" * 2001})
+        assert too_long.status_code == 400 and "at most 2000 characters" in too_long.json()["error"]
         assert httpx.get(f"{url}/api/health").status_code == 200  # still up after a bad request
     finally:
         server.terminate()

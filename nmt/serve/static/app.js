@@ -38,7 +38,7 @@ async function translate(event) {
   }
   if (!response || !response.ok || answer.error) {
     $("status").className = "error";
-    $("status").textContent = answer.error || JSON.stringify(answer.detail);
+    $("status").textContent = answer.error || `the server answered ${response.status}`;  // every error is {"error": ...}
     return;
   }
   $("status").textContent = `${answer.run} (${answer.architecture})`;

@@ -1,0 +1,79 @@
+"""What /api/translate takes and answers, as pydantic models: FastAPI checks requests and
+answers against them and lists them in /openapi.json (and so in /docs)."""
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_BEAM = 50
+MAX_LINES = 100  # lines of one POST; their characters together are held to --max-chars too
+
+BEAM = "hypotheses kept at each step of the beam search (1: greedy)"
+NBEST = "translations returned per line, best first; at most the beam"
+RUN = "a trained run: its folder's name under runs/ (GET /api/runs lists them); default: the server's"
+
+
+class TranslateBatch(BaseModel):
+    """POST /api/translate's body: several sentences, one search."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt "beam_size" is an error, not ignored
+
+    lines: list[str] = Field(min_length=1, max_length=MAX_LINES,
+                             description="Chinese sentences, one per item; the answer keeps their order")
+    beam: int = Field(5, ge=1, le=MAX_BEAM, description=BEAM)
+    nbest: int = Field(1, ge=1, le=MAX_BEAM, description=NBEST)
+    run: str | None = Field(None, description=RUN)
+
+
+class Scored(BaseModel):
+    text: str
+    score: float = Field(description="what the search ranks by: log-probability / length penalty")
+
+
+class LineResult(BaseModel):
+    """One line's translation with where the decoder looked."""
+
+    translation: str = Field(description="the best translation ('' for a line with nothing to translate)")
+    nbest: list[Scored]
+    source_tokens: list[str] = Field(description="the Chinese words the model read")
+    target_tokens: list[str] = Field(description="the English words it wrote (no </s>)")
+    attention: list[list[float]] | None = Field(
+        description="one row per target token, one column per source token, each row summing to 1; "
+                    "null for a model without attention or a line of nothing")
+    links: list[tuple[int, int]] = Field(
+        description="[source index, target index] word links read from the attention "
+                    "(grow-diag-final-and of both directions' argmax)")
+    layers: list[list[list[list[float]]]] | None = Field(
+        description="a Transformer's every decoder layer's every head, layers × heads × target × "
+                    "source; null for a model with one attention")
+
+
+class BatchResult(BaseModel):
+    """POST /api/translate's answer: one entry of `lines` per line sent, in order."""
+
+    run: str
+    architecture: str = Field(description="the model family: rnn or transformer")
+    lines: list[LineResult]
+
+
+class TextResult(LineResult):
+    """GET /api/translate's answer: the first line's fields at the top, and every non-blank
+    line of the text in `lines`."""
+
+    run: str
+    architecture: str = Field(description="the model family: rnn or transformer")
+    lines: list[LineResult]
+
+
+class Error(BaseModel):
+    """Every error a request can cause (with a 4xx status), and the rare server error (500)."""
+
+    error: str = Field(description="what is wrong and what to do")
+
+
+class Runs(BaseModel):
+    runs: list[str] = Field(description="the trained runs under runs/")
+    default: str
+
+
+class Health(BaseModel):
+    ok: bool
+    run: str = Field(description="the default run, loaded")
