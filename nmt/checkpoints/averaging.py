@@ -9,6 +9,9 @@ equivalents). It needs `training.keep_checkpoints: N`, which keeps checkpoints/s
 - best N: the N with the highest dev score (dev BLEU, or minus the dev loss with
   `training.early_stopping_metric: loss`) among those validated at the step they were saved.
 
+A run with fewer than N (a short run) is an error for scripts/average_checkpoints.py, which asks
+for N by name; `eval.average` (`make eval`) averages the ones there are, with a warning.
+
 Each checkpoint contributes its translation weights (the moving average where training kept
 one, see `inference_weights`). Floating-point tensors are summed in float64 and divided by N, so
 the result is the float32 nearest to the exact mean; any other tensor must be equal in all of
@@ -18,6 +21,8 @@ that translate and evaluate load like best.pt, with "averaged_from" naming its s
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +30,10 @@ import torch
 
 from nmt.checkpoints.file import (inference_weights, load_checkpoint, make_checkpoint, save_checkpoint,
                                   step_checkpoints)
+from nmt.config.migrate import model_in_sections
 from nmt.errors import NMTError
+
+log = logging.getLogger(__name__)
 
 
 def parse_average(spec: str) -> tuple[str, int]:
@@ -34,29 +42,42 @@ def parse_average(spec: str) -> tuple[str, int]:
     return how, int(count)
 
 
-def select_checkpoints(folder: str | Path, how: str, count: int) -> list[Path]:
-    """The last or best `count` step checkpoints of a run's checkpoints/ folder, oldest first."""
+def select_checkpoints(folder: str | Path, how: str, count: int, *, allow_fewer: bool = False
+                       ) -> list[Path]:
+    """The last or best `count` step checkpoints of a run's checkpoints/ folder, oldest first.
+
+    Fewer than `count` is an NMTError, or with `allow_fewer` a warning and all there are (none
+    is an error still)."""
     folder = Path(folder)
-    kept = step_checkpoints(folder)
     if how not in ("last", "best"):
         raise NMTError(f"checkpoint averaging: choose 'last' or 'best', not {how!r}")
+    kept = step_checkpoints(folder)
     if how == "last":
-        chosen = kept[-count:]
+        candidates = kept[::-1]  # newest first
+        shortage = (f"{len(kept)} step checkpoints kept, {count} asked for; train with "
+                    f"training.keep_checkpoints={count} (or more) to keep them, or average fewer")
     else:
-        scored = [(load_checkpoint(path).get("dev_score"), step, path) for step, path in kept]
-        scored = [entry for entry in scored if entry[0] is not None]
-        if len(scored) < count:
-            raise NMTError(
-                f"{folder}: {len(scored)} kept checkpoints have a dev score, {count} asked for; "
-                f"a step checkpoint has one when a validation ran at its step (make "
-                f"training.checkpoint_every divide training.validate_every), or use last:{count}")
-        scored.sort(key=lambda entry: (-entry[0], -entry[1]))  # best first; ties: the newer
-        chosen = sorted((step, path) for _, step, path in scored[:count])
-    if len(chosen) < count:
-        raise NMTError(
-            f"{folder}: {len(kept)} step checkpoints kept, {count} asked for; train with "
-            f"training.keep_checkpoints={count} (or more) to keep them, or average fewer")
-    return [path for _, path in chosen]
+        candidates = _best_first(kept)
+        shortage = (f"{len(candidates)} kept checkpoints have a dev score, {count} asked for; a "
+                    f"step checkpoint has one when a validation ran at its step (make "
+                    f"training.checkpoint_every divide training.validate_every), or use "
+                    f"last:{count}")
+    if len(candidates) < count:
+        if not (allow_fewer and candidates):
+            raise NMTError(f"{folder}: {shortage}")
+        log.warning("%s: %s; averaging the %d there are", folder, shortage, len(candidates))
+    return [path for _, path in sorted(candidates[:count])]
+
+
+def _best_first(kept: list[tuple[int, Path]]) -> list[tuple[int, Path]]:
+    """The kept (step, path) that have a dev score, the best first; of equal ones the newer."""
+    scored = []
+    for step, path in kept:
+        score = load_checkpoint(path).get("dev_score")
+        if score is not None:
+            scored.append((float(score), step, path))
+    scored.sort(key=lambda entry: (-entry[0], -entry[1]))
+    return [(step, path) for _, step, path in scored]
 
 
 def average_weights(weights: list[dict[str, torch.Tensor]], names: list[str]
@@ -84,7 +105,7 @@ def average_weights(weights: list[dict[str, torch.Tensor]], names: list[str]
     return averaged
 
 
-def average_checkpoints(paths: list[str | Path]) -> dict[str, Any]:
+def average_checkpoints(paths: Sequence[str | Path]) -> dict[str, Any]:
     """A checkpoint whose weights are the mean of `paths`' translation weights."""
     if not paths:
         raise NMTError("checkpoint averaging needs at least one checkpoint")
@@ -96,7 +117,8 @@ def average_checkpoints(paths: list[str | Path]) -> dict[str, Any]:
             if checkpoint[key] != newest[key]:
                 raise NMTError(f"{name}: its {key} differs from the others'; only checkpoints "
                                f"of one run (or runs on the same vocabularies) can be averaged")
-        if checkpoint["config"]["model"] != newest["config"]["model"]:
+        ours, theirs = checkpoint["config"]["model"], newest["config"]["model"]
+        if model_in_sections(ours) != model_in_sections(theirs):  # a flat one: an older version's
             raise NMTError(f"{name}: its model section differs from the others'")
     model = average_weights([inference_weights(c) for c in checkpoints], names)
     steps = [(c.get("progress") or {}).get("step") for c in checkpoints]
@@ -113,11 +135,13 @@ def average_label(how: str, count: int) -> str:
     return f"average_{how}{count}"
 
 
-def write_average(run_dir: Path, how: str, count: int, output: str | Path | None = None) -> Path:
+def write_average(run_dir: Path, how: str, count: int, output: str | Path | None = None, *,
+                  allow_fewer: bool = False) -> Path:
     """Average the last/best `count` step checkpoints of `run_dir`; returns the file written
-    (default run_dir/checkpoints/average_last5.pt)."""
+    (default run_dir/checkpoints/average_last5.pt, named for what was asked even when
+    `allow_fewer` averages fewer: its "averaged_from" says which)."""
     folder = Path(run_dir) / "checkpoints"
-    paths = select_checkpoints(folder, how, count)
+    paths = select_checkpoints(folder, how, count, allow_fewer=allow_fewer)
     output = Path(output) if output else folder / f"{average_label(how, count)}.pt"
     save_checkpoint(output, average_checkpoints(paths))
     return output

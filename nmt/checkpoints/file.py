@@ -31,17 +31,17 @@ from typing import Any
 import torch
 from torch import nn
 
-from nmt.config.loader import build_config
+from nmt.config.loader import build_saved_config
 from nmt.config.schema import Config
 from nmt.data.vocab import Vocab
 from nmt.errors import NMTError
 from nmt.io import atomic_write
-from nmt.model import build_model
+from nmt.model import TranslationModel, build_model
 
 FORMAT = 1
 STEP_PATTERN = "step_*.pt"
 # What only resuming training needs; a weights-only checkpoint (step, averaged) has these empty.
-RESUME_ONLY = {"optimizer": None, "scheduler": None, "rng": []}
+RESUME_ONLY: dict[str, Any] = {"optimizer": None, "scheduler": None, "rng": []}
 
 
 def make_checkpoint(config: dict, src_vocab: list[str], tgt_vocab: list[str], model: dict,
@@ -72,7 +72,10 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
     """
     buffer = io.BytesIO()
     torch.save({"format": FORMAT, **state}, buffer)
-    atomic_write(path, lambda tmp: tmp.write_bytes(buffer.getbuffer()))
+    def write(tmp: Path) -> None:
+        tmp.write_bytes(buffer.getbuffer())
+
+    atomic_write(path, write)
 
 
 def step_checkpoint_name(step: int) -> str:
@@ -117,7 +120,8 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
 
 
 def model_from_checkpoint(checkpoint: dict[str, Any], source: str = "checkpoint",
-                          architecture: str | None = None) -> tuple[nn.Module, Config, Vocab, Vocab]:
+                          architecture: str | None = None
+                          ) -> tuple[TranslationModel, Config, Vocab, Vocab]:
     """Rebuild the trained model, its config and vocabularies; the model is in eval mode.
 
     `architecture`: the model family the caller's config names; a checkpoint of the other
@@ -131,8 +135,8 @@ def model_from_checkpoint(checkpoint: dict[str, Any], source: str = "checkpoint"
 
 
 def _model_from_checkpoint(checkpoint: dict[str, Any], source: str, architecture: str | None
-                           ) -> tuple[nn.Module, Config, Vocab, Vocab]:
-    config = build_config(checkpoint["config"], source=source)
+                           ) -> tuple[TranslationModel, Config, Vocab, Vocab]:
+    config = build_saved_config(checkpoint["config"], source=source)
     if architecture is not None and architecture != config.model.architecture:
         raise NMTError(
             f"{source} holds a model.architecture = {config.model.architecture} model, but the "

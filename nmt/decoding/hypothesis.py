@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import overload
 
 import numpy as np
 from torch import Tensor
@@ -22,6 +23,10 @@ class Hypothesis:
     attention: np.ndarray | None = None
 
 
+@overload
+def length_penalty(length: Tensor, alpha: float) -> Tensor: ...
+@overload
+def length_penalty(length: float, alpha: float) -> float: ...
 def length_penalty(length: Tensor | float, alpha: float) -> Tensor | float:
     """GNMT (Wu et al., 2016): ((5 + length) / 6) ** alpha; alpha 0 gives 1, no normalization.
 

@@ -60,6 +60,7 @@ def write_attention(folder: Path, number: int, line: str, translation: Translati
     # matplotlib costs ~0.6 s to import: only for --attention
     from nmt.plot import attention_figure, figure_to_png_bytes, heads_figure
 
+    assert translation.attention is not None  # called for translations with attention only
     labels = translation.attention_labels()
     weights = np.round(translation.attention.astype(np.float64), 4)  # (T, S)
     stem = folder / f"{number:04d}"
@@ -70,11 +71,18 @@ def write_attention(folder: Path, number: int, line: str, translation: Translati
     })
     png = figure_to_png_bytes(attention_figure(translation.attention, translation.src_tokens,
                                                labels, title=line[:60]))
-    atomic_write(stem.with_suffix(".png"), lambda tmp: tmp.write_bytes(png))
+    _write_bytes(stem.with_suffix(".png"), png)
     if translation.heads is not None:
         grid = figure_to_png_bytes(heads_figure(translation.heads, translation.src_tokens, labels,
                                                 title=line[:60]))
-        atomic_write(stem.with_suffix(".heads.png"), lambda tmp: tmp.write_bytes(grid))
+        _write_bytes(stem.with_suffix(".heads.png"), grid)
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    def write(tmp: Path) -> None:
+        tmp.write_bytes(data)
+
+    atomic_write(path, write)
 
 
 def interactive(translator: Translator, out: TextIO = sys.stdout) -> None:

@@ -23,10 +23,10 @@ from nmt.data.vocab import BOS_ID, PAD_ID
 from nmt.decoding.hypothesis import Hypothesis, reversed_hypothesis
 from nmt.decoding.search import search
 from nmt.decoding.workers import search_batches, worker_count
-from nmt.model import MAX_SOURCE_TOKENS, inference, target_order
+from nmt.model import MAX_SOURCE_TOKENS, TranslationModel, inference, target_order
 
 
-def decode_ids(model, src_ids: list[list[int]], config: SearchConfig,
+def decode_ids(model: TranslationModel, src_ids: list[list[int]], config: SearchConfig,
                device: torch.device | str | None = None, keep_attention: bool = False,
                progress: Callable[[int], None] | None = None,
                workers: int = 1) -> list[list[Hypothesis]]:
@@ -59,7 +59,8 @@ def decode_ids(model, src_ids: list[list[int]], config: SearchConfig,
         src = torch.full((len(rows), int(lengths.max())), PAD_ID, dtype=torch.long)  # (B, S)
         for row, ids in enumerate(rows):
             src[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-        return search(model, src.to(device), lengths.to(device), config, keep_attention)
+        return search(model, src.to(device), lengths.to(device), config=config,
+                      keep_attention=keep_attention)
 
     with inference(model):
         for batch, found in search_batches(search_batch, batches,
@@ -71,14 +72,14 @@ def decode_ids(model, src_ids: list[list[int]], config: SearchConfig,
     return results  # type: ignore[return-value]
 
 
-def translate_token_ids(model, src_ids: list[list[int]], config: SearchConfig,
+def translate_token_ids(model: TranslationModel, src_ids: list[list[int]], config: SearchConfig,
                         device: torch.device | str | None = None,
                         keep_attention: bool = True) -> list[Hypothesis]:
     """The best hypothesis for each encoded source sentence, in input order (see decode_ids)."""
     return [hyps[0] for hyps in decode_ids(model, src_ids, config, device, keep_attention)]
 
 
-def alignment_heads(model, src_ids: list[int], tgt_ids: list[int], rows: int,
+def alignment_heads(model: TranslationModel, src_ids: list[int], tgt_ids: list[int], rows: int,
                     device: torch.device | str) -> np.ndarray | None:
     """Every head of the alignment layer for one output (heads, rows, S), or None when the
     model has a single head (or none).
@@ -92,7 +93,7 @@ def alignment_heads(model, src_ids: list[int], tgt_ids: list[int], rows: int,
     return heads[0].float().cpu().numpy()  # (H, T, S)
 
 
-def attention_layers(model, src_ids: list[int], tgt_ids: list[int], rows: int,
+def attention_layers(model: TranslationModel, src_ids: list[int], tgt_ids: list[int], rows: int,
                      device: torch.device | str) -> np.ndarray:
     """A Transformer's cross-attention, every decoder layer and head: (layers, heads, rows, S)."""
     layers = _teacher_forced(model, model.attention_heads, src_ids, tgt_ids, rows, device)

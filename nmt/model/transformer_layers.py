@@ -200,6 +200,8 @@ class DecoderLayer(nn.Module):
 class SinusoidalPositions(nn.Module):
     """PE(p, 2i) = sin(p / 10000^(2i/d)), PE(p, 2i+1) = cos(...): any length, nothing learned."""
 
+    inverse_frequency: Tensor  # a buffer: (d/2,)
+
     def __init__(self, d_model: int):
         super().__init__()
         inverse = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))

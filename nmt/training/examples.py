@@ -29,7 +29,7 @@ from nmt.data.subword import merge_attention
 from nmt.data.vocab import Vocab
 from nmt.decoding.translate import alignment_heads
 from nmt.errors import NMTError
-from nmt.model import target_order
+from nmt.model import has_posterior, target_order
 from nmt.training.board import Board
 from nmt.training.validate import DevResult, DevSet
 
@@ -122,7 +122,7 @@ class DevExamples:
         order = target_order(model)  # dev targets are in the model's order; forcing reads ours
         src_ids = [dev.examples[i].src for _, i in shown]
         tgt_ids = [in_model_order(dev.examples[i].tgt, order) for _, i in shown]
-        kinds = ("attention", "posterior") if hasattr(model, "posterior_attention") else ("attention",)
+        kinds = ("attention", "posterior") if has_posterior(model) else ("attention",)
         for kind in kinds:
             weights = forced_attention(model, src_ids, tgt_ids, device=device,
                                        posterior=kind == "posterior")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import runpy
 import sys
@@ -15,6 +16,7 @@ from random_checkpoint import single_thread, write_random_checkpoint
 
 from helpers import REPO
 from nmt.checkpoints.averaging import average_checkpoints, average_weights, select_checkpoints
+from nmt.checkpoints.choose import configured_checkpoints
 from nmt.checkpoints.file import (keep_step_checkpoint, load_checkpoint, model_from_checkpoint,
                             save_checkpoint, step_checkpoints)
 from nmt.config.loader import build_config
@@ -101,6 +103,35 @@ def test_keeping_the_last_n_and_choosing_the_last_or_best(tmp_path):
         select_checkpoints(folder, "best", 4)
     with pytest.raises(NMTError, match="4 step checkpoints kept, 5 asked for.*keep_checkpoints=5"):
         select_checkpoints(folder, "last", 5)
+    # eval.average after a short run: those there are (make eval goes on), but never none
+    assert len(select_checkpoints(folder, "last", 5, allow_fewer=True)) == 4
+    names = [p.name for p in select_checkpoints(folder, "best", 4, allow_fewer=True)]
+    assert names == ["step_000200.pt", "step_000400.pt", "step_000500.pt"]
+    unscored = tmp_path / "unscored"
+    _kept(unscored, {100: None, 200: None})
+    with pytest.raises(NMTError, match="0 kept checkpoints have a dev score, 2 asked for"):
+        select_checkpoints(unscored, "best", 2, allow_fewer=True)
+    with pytest.raises(NMTError, match="0 step checkpoints kept, 2 asked for"):
+        select_checkpoints(tmp_path / "none", "last", 2, allow_fewer=True)
+
+
+def test_eval_average_after_a_short_run_averages_the_checkpoints_there_are(smoke, caplog):
+    """eval.average: best:5 with two scored step checkpoints: their average, with a warning,
+    named for what was asked; scripts/average_checkpoints.py, asking by name, is refused."""
+    folder = smoke.run_dir / "checkpoints"
+    for step, score in ((10, 3.0), (20, None), (30, 4.0)):
+        path = write_random_checkpoint(folder / f"step_{step:06d}.pt", replace(smoke, seed=step),
+                                       step=step)
+        save_checkpoint(path, {**load_checkpoint(path), "dev_score": score})
+    config = replace(smoke, eval=replace(smoke.eval, average="best:5"))
+    with caplog.at_level(logging.WARNING, logger="nmt.checkpoints.averaging"):
+        assert configured_checkpoints(config) == [folder / "average_best5.pt"]
+    averaged = load_checkpoint(folder / "average_best5.pt")
+    assert [entry["step"] for entry in averaged["averaged_from"]] == [10, 30]
+    assert "2 kept checkpoints have a dev score, 5 asked for" in caplog.text
+    assert "averaging the 2 there are" in caplog.text
+    with pytest.raises(NMTError, match="2 kept checkpoints have a dev score, 5 asked for"):
+        select_checkpoints(folder, "best", 5)
 
 
 @pytest.mark.e2e
