@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from nmt.errors import NMTError
+from nmt.logs import setup_logging
 
 
 def config_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,16 +57,11 @@ def run_cli(main: Callable[[argparse.Namespace], None], parser: argparse.Argumen
         sys.exit(130)
 
 
-def setup_logging(level: int = logging.INFO) -> None:
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        datefmt="%H:%M:%S")
-
-
 def sleep_while_waiting() -> None:
     """Idle OpenMP threads sleep instead of spinning; call it before the first torch import.
 
-    On a 2-core machine shared with other work, spinning threads wait on each other: decoding
-    measured 5-8x slower. Training does not call it: on a quiet machine it halves training speed.
+    On a 2-core machine shared with other work, spinning threads wait on each other and decoding
+    slows down several times. Training does not call it: on a quiet machine spinning trains faster.
     """
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 

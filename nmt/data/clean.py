@@ -13,16 +13,17 @@ import hashlib
 import itertools
 from array import array
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from nmt.config.schema import DataConfig
+from nmt.config.sources import Source, Sources
 from nmt.data.corpus import Pair
 from nmt.data.normalize import normalize_en, normalize_zh
-from nmt.data.sources import Source, read_source
+from nmt.data.sources import read_source
 
 CHUNK = 2000  # pairs per tokenization task
 SHARD_FILES = ("zh", "en", "tok.zh", "tok.en", "lineno")  # text, tokens, corpus line numbers
@@ -48,7 +49,7 @@ class Shard:
         return len(self.zh_hashes)
 
 
-def clean_pairs(sources: list[Source], data: DataConfig, folder: Path, counts: dict,
+def clean_pairs(sources: Sources, data: DataConfig, folder: Path, counts: dict,
                 checksums: dict[str, str], dedup: bool = True, length_filter: bool = True) -> Shard:
     """Every good pair of `sources`, cleaned, tokenized and written to a Shard in `folder`.
 
@@ -89,7 +90,7 @@ def clean_pairs(sources: list[Source], data: DataConfig, folder: Path, counts: d
                  np.frombuffer(en_hashes, np.uint64).copy())
 
 
-def _read_all(sources: list[Source], skipped: Counter, checksums: dict,
+def _read_all(sources: Iterable[Source], skipped: Counter, checksums: dict,
               several: bool) -> Iterator[tuple[Pair, str]]:
     """(pair, its line number as written to .lineno: "k:line" when there are several corpora)."""
     for k, source in enumerate(sources, start=1):

@@ -1,5 +1,6 @@
 """Read a TSV corpus, by default the Tatoeba one (`English <TAB> Chinese <TAB> attribution`), as
-it really is, one line at a time (nmt/data/sources.py opens the file and names the columns).
+it really is, one line at a time (nmt/data/text_file.py opens the file, nmt/data/sources.py
+names the columns).
 
 The file may start with a UTF-8 byte-order mark, end lines with CRLF, and hold blank lines, lines
 with the wrong number of columns, an empty side or bytes that are not UTF-8. Such lines are skipped
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
+from nmt.data.text_file import open_text
 from nmt.errors import NMTError
 
 log = logging.getLogger(__name__)
@@ -53,8 +55,6 @@ class Corpus:
 def read_corpus(path: str | Path) -> Corpus:
     """All good pairs of the Tatoeba TSV at `path`, in file order, with counts of the skipped
     lines: the whole corpus in memory, for small files and tests (prepare streams instead)."""
-    from nmt.data.sources import open_text
-
     path = Path(path)
     reader = TsvReader(path)
     with open_text(path) as (lines, _):

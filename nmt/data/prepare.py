@@ -14,7 +14,6 @@ a damaged or partial folder is prepared again, with a warning that names the fil
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
@@ -29,7 +28,6 @@ from tqdm import tqdm
 from nmt.config.schema import Config
 from nmt.data.cache import building, check_files, record_files
 from nmt.data.clean import SHARD_FILES, Shard, clean_pairs
-from nmt.data.sources import parse_sources, source_files
 from nmt.data.split import SPLIT_CODES, SPLITS, split_hashed
 from nmt.data.subword import apply_subwords, model_file
 from nmt.data.vocab import UNK_ID, Vocab
@@ -168,8 +166,8 @@ def _is_current(prepared: PreparedData, config: Config) -> bool:
 def _input_files(config: Config) -> list[Path]:
     """Every file the data config names: its hash sees only their paths."""
     data = config.data
-    files = [path for key in ("corpus", "dev", "test")
-             for path in source_files(getattr(data, key), f"data.{key}")]
+    files = [path for sources in (data.corpus, data.dev, data.test) if sources is not None
+             for path in sources.files()]
     return files + ([Path(data.zh_user_dict)] if data.zh_user_dict else [])
 
 
@@ -225,14 +223,13 @@ def _build(config: Config, prepared: PreparedData) -> dict:
     counts: dict = {}
     given: dict[str, Shard] = {}
     for split in ("dev", "test"):
-        sources = parse_sources(getattr(data, split), f"data.{split}")
-        if sources:  # scored as they are: no dedup, no length filter
-            log.info("reading the given %s set: %s", split, ", ".join(s.name for s in sources))
+        sources = getattr(data, split)
+        if sources is not None:  # scored as they are: no dedup, no length filter
+            log.info("reading the given %s set: %s", split, sources.name)
             given[split] = clean_pairs(sources, data, work / split, {}, checksums,
                                        dedup=False, length_filter=False)
             _move_shard(given[split], prepared, split)
-    shard = clean_pairs(parse_sources(data.corpus, "data.corpus"), data, work / "corpus", counts,
-                        checksums)
+    shard = clean_pairs(data.corpus, data, work / "corpus", counts, checksums)
     keep = _leak_check(shard, given, counts)
     carve = {s: getattr(data, f"{s}_size") for s in ("test", "dev") if s not in given}
     codes = np.full(len(shard), 255, np.uint8)  # 255: dropped by the leak check
@@ -256,7 +253,7 @@ def _build(config: Config, prepared: PreparedData) -> dict:
                                                            prepared.arrays(split, lang))
     return {
         "data_hash": config.data_hash(),
-        "data": dataclasses.asdict(data),
+        "data": data.to_dict(),
         "counts": counts,
         "splits": {split: sizes[split] for split in SPLITS},
         "given": sorted(given),  # the splits read from files of their own, not carved

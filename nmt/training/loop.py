@@ -1,25 +1,33 @@
 """The train stage: from prepared data to checkpoints and TensorBoard curves.
 
-Read top to bottom: start the processes, prepare the data, claim the run folder, distill the
-training targets (training.distill_from), load the data, build the model (or resume it from
-last.pt), then train until max_steps, max_epochs, max_minutes or early stopping ends it
-(nmt/training/trainer.py names each step of the loop). Rerunning the same command resumes.
+`train` trains one model (`train_one`) or, with training.members > 1, every member at once
+(`train_side_by_side`: members 2..N in processes of their own; nmt/training/members.py says what
+each member is). `train_one` reads top to bottom: start the processes, prepare the data, claim
+the run folder, distill the training targets (training.distill_from), load the data, build the
+model (or resume it from last.pt), then train until max_steps, max_epochs, max_minutes or early
+stopping ends it (nmt/training/trainer.py names each step of the loop). Rerunning the same
+command resumes.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import multiprocessing
 import os
+import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 from nmt.config.schema import Config
+from nmt.data.prepare import prepare
+from nmt.errors import NMTError
 from nmt.io import atomic_write_json
+from nmt.logs import setup_logging
 from nmt.model import attention_name, count_parameters
-from nmt.runtime import cpu_model, seed_everything
-from nmt.training.members import member_config, train_side_by_side
+from nmt.runtime import cpu_model, pin_to_cores, seed_everything, usable_cores
+from nmt.training.members import member_config, member_configs
 from nmt.training.progress import StopSignal
 from nmt.training.setup import (distill_everywhere, load_training_data, open_run_dir,
                                 prepare_everywhere, start_processes)
@@ -38,6 +46,64 @@ def train(config: Config, command: str | None = None) -> Path:
     if config.training.members > 1 and int(os.environ.get("WORLD_SIZE", "1")) == 1:
         return train_side_by_side(config, command)
     return train_one(config, command)
+
+
+def train_side_by_side(config: Config, command: str | None) -> Path:
+    """Train every member at once (members 2..N in child processes); returns runs/<name>/.
+    One process's way; under torchrun, train_one trains each rank's member instead."""
+    prepare(config)  # once, before the members look for it
+    configs = member_configs(config)
+    cores = usable_cores()
+    threads = configs[0].training.threads
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: no forked torch state
+    children = []
+    for index, member in enumerate(configs[1:], start=1):
+        member_cores = cores[index * threads:(index + 1) * threads]
+        child = context.Process(target=_train_member, name=member.name,
+                                args=(member, command, member_cores))
+        child.start()
+        children.append((member, child))
+    log.info("training %d members side by side, %d thread(s) each; member 1 here, the others "
+             "in %s", len(configs), threads, config.run_dir / "member<k>" / "train.log")
+    finished = False
+    try:
+        pin_to_cores(cores[:threads])
+        run_dir = train_one(configs[0], command)  # not train(): it would start the members again
+        finished = _finished(run_dir)
+    finally:
+        pin_to_cores(cores)  # this process's cores as they were
+        for member, child in children:
+            if not finished:  # member 1 stopped early (a signal, an error): stop the others too
+                child.terminate()  # SIGTERM: the member saves its checkpoint and leaves
+            child.join()
+    failed = [f"{member.run_dir / 'train.log'} (exit status {child.exitcode})"
+              for member, child in children if child.exitcode != 0]
+    if failed:
+        raise NMTError(f"a member's training failed; see {', '.join(failed)}")
+    return run_dir
+
+
+def _train_member(config: Config, command: str | None, cores: list[int]) -> None:
+    """A child process: train one member, its output in runs/<name>/member<k>/train.log."""
+    config.run_dir.mkdir(parents=True, exist_ok=True)
+    with open(config.run_dir / "train.log", "a", encoding="utf-8") as log_file:
+        os.dup2(log_file.fileno(), sys.stdout.fileno())
+        os.dup2(log_file.fileno(), sys.stderr.fileno())
+    setup_logging()
+    pin_to_cores(cores)
+    try:
+        train_one(config, command)
+    except NMTError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _finished(run_dir: Path) -> bool:
+    """Whether the run's training ended by its own stopping rule (not by a signal)."""
+    try:
+        return bool(json.loads((run_dir / "train_summary.json").read_text())["finished"])
+    except (OSError, ValueError, KeyError):
+        return False
 
 
 def train_one(config: Config, command: str | None = None) -> Path:

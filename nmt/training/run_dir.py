@@ -11,6 +11,7 @@ import yaml
 from nmt.config.schema import DATA_LOCATION_KEYS, Config
 
 from nmt.config.loader import save_config
+from nmt.config.migrate import config_in_sections
 from nmt.errors import NMTError
 
 # Keys that may change between a run and its resumption: how long, where, how fast, how to decode.
@@ -52,7 +53,8 @@ def claim_run_dir(config: Config) -> Path:
     run_dir = config.run_dir
     saved_path = run_dir / "config.yaml"
     if saved_path.is_file():
-        saved = yaml.safe_load(saved_path.read_text(encoding="utf-8")) or {}
+        # an older version may have saved it with a flat model section: the same recipe
+        saved = config_in_sections(yaml.safe_load(saved_path.read_text(encoding="utf-8")) or {})
         differences = config_differences(saved, config.to_dict())
         if differences and not config.training.overwrite:
             shown = ", ".join(differences[:8]) + (" ..." if len(differences) > 8 else "")

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import logging
 import math
-import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
-from tqdm import tqdm
 
 from nmt.align.guided import for_training as guided_alignment
 from nmt.checkpoints.file import (keep_step_checkpoint, load_checkpoint, load_initial_weights,
@@ -32,6 +30,7 @@ from nmt.training.ema import ExponentialMovingAverage
 from nmt.training.loss import summed_loss
 from nmt.training.optim import Schedule, build_optimizer
 from nmt.training.progress import Progress, StopSignal
+from nmt.training.progress_bar import progress_bar
 from nmt.training.setup import TrainingData
 from nmt.training.validate import DevResult, validate
 from nmt.training.word_dropout import word_dropout
@@ -118,10 +117,8 @@ class Trainer:
     def run(self, stop: StopSignal) -> None:
         """Train until max_steps, max_epochs, max_minutes, early stopping or a signal; then a
         last validation and checkpoint where the last step had none."""
-        self.bar = tqdm(desc="train", unit="step", initial=self.progress.step,
-                        total=self.training.max_steps, disable=not self.distributed.is_main,
-                        dynamic_ncols=True,
-                        mininterval=0.5 if sys.stderr.isatty() else 60)  # a log file: a line a minute
+        self.bar = progress_bar(self.progress.step, self.training.max_steps,
+                                enabled=self.distributed.is_main)
         self.clock = Clock()
         self.validated_at = self.saved_at = self.progress.step
         # A run resumed with its minutes spent (`make eval` reruns `make train`) ends at once,

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 import nmt.data.prepare
+from nmt.config.sources import parse_sources
 from nmt.data.normalize import normalize_zh
 from nmt.data.split import SPLITS
 from nmt.data.vocab import Vocab
@@ -29,7 +30,7 @@ def messy_config(smoke_config, tmp_path):
     lines = [f"{en}\t{zh}\tcredit".encode() for en, zh in tiny_corpus_pairs(200)] + EXTRA
     path = tmp_path / "messy.tsv"
     path.write_bytes(b"\xef\xbb\xbf" + b"\r\n".join(lines) + b"\r\n")
-    return with_data(smoke_config, corpus=str(path))
+    return with_data(smoke_config, corpus=parse_sources(str(path)))
 
 
 def with_data(config, **changes):
@@ -59,7 +60,7 @@ def test_prepare_end_to_end_counts(messy_config):
 
 def test_prepared_files_are_aligned_clean_and_leak_free(messy_config):
     prepared = prepare(messy_config)
-    with open(messy_config.data.corpus, "rb") as corpus:
+    with open(messy_config.data.corpus.files()[0], "rb") as corpus:
         raw_lines = corpus.read().split(b"\r\n")
     seen: dict[str, str] = {}
     for split in SPLITS:
@@ -100,7 +101,7 @@ def test_changed_settings_corpus_or_missing_files_prepare_again(messy_config):
     first.vocab("en").unlink()  # an interrupted or damaged folder
     assert prepare(messy_config).vocab("en").is_file()
 
-    with open(messy_config.data.corpus, "ab") as corpus:
+    with open(messy_config.data.corpus.files()[0], "ab") as corpus:
         corpus.write("She likes tea.\t她喜欢茶。\tcredit\r\n".encode())
     assert prepare(messy_config).manifest["counts"]["lines_read"] == 206
 

@@ -1,4 +1,5 @@
-"""Corpus formats (nmt/data/sources.py) and given dev/test sets with the leak check (prepare)."""
+"""Corpus forms (nmt/config/sources.py), reading them (nmt/data/sources.py), and given dev/test
+sets with the leak check (prepare)."""
 
 import dataclasses
 import gzip
@@ -6,11 +7,14 @@ import lzma
 from collections import Counter
 
 import pytest
+import yaml
 
-from helpers import tiny_corpus_pairs
+from helpers import REPO, tiny_corpus_pairs
 from nmt.config.loader import build_config
+from nmt.config.schema import Config
+from nmt.config.sources import (PlainTextPair, Sources, TatoebaTsv, TsvSource, parse_sources)
 from nmt.data.prepare import prepare
-from nmt.data.sources import parse_sources, read_source
+from nmt.data.sources import read_source
 from nmt.errors import NMTError
 from nmt.evaluation.evaluate import read_split
 from nmt.io import read_lines
@@ -27,7 +31,7 @@ def write(path, lines, compress=None):
 
 def read(value):
     skipped, sums = Counter(), {}
-    pairs = [pair for source in parse_sources(value, "data.corpus")
+    pairs = [pair for source in parse_sources(value)
              for pair in read_source(source, skipped, sums)]
     return [(p.zh, p.en) for p in pairs], skipped, sums
 
@@ -86,11 +90,62 @@ def test_a_truncated_gzip_file_is_a_clear_error(tmp_path):
     ({"tsv": "a.tsv", "zh_column": 0}, r"data\.corpus: zh_column and en_column must be"),
     ({"tsv": "a.tsv", "zh_column": 2, "en_column": 2}, r"data\.corpus: .*two different column"),
     ([], r"data\.corpus is an empty list"),
+    (None, r"data\.corpus is null; name the training corpus"),
+    ({"tsv": 3}, r"data\.corpus: tsv must be a file path"),
     (["a.tsv", 5], r"data\.corpus\[1\] = 5: not a corpus"),
 ])
 def test_a_bad_corpus_value_is_a_config_error_naming_the_key(value, message):
     with pytest.raises(NMTError, match=rf"test\.yaml: {message}"):
         build_config({"data": {"corpus": value}}, source="test.yaml")
+
+
+def test_each_form_is_parsed_once_into_its_own_type():
+    config = build_config({"data": {"corpus": ["cmn.txt", {"tsv": "mine.tsv", "zh_column": 3},
+                                               {"zh": "a.zh", "en": "a.en"}],
+                                    "dev": {"tsv": "dev.tsv"}}})
+    assert config.data.corpus == Sources((TatoebaTsv("cmn.txt"), TsvSource("mine.tsv", 3, None),
+                                          PlainTextPair("a.zh", "a.en")), listed=True)
+    assert (config.data.corpus.items[1].zh_index, config.data.corpus.items[1].en_index) == (2, 0)
+    assert config.data.dev == Sources((TsvSource("dev.tsv"),)) and config.data.test is None
+    assert [str(p) for p in config.data.corpus.files()] == ["cmn.txt", "mine.tsv", "a.zh", "a.en"]
+
+
+@pytest.mark.parametrize("value", [
+    "data/raw/cmn-eng/cmn.txt", "./odd//path.tsv", ["one.tsv"], {"tsv": "t.tsv"},
+    {"tsv": "t.tsv", "zh_column": 2, "en_column": 1}, {"zh": "a.zh", "en": "a.en"},
+    [{"zh": "a.zh", "en": "a.en"}, "b.tsv", {"en_column": 4, "tsv": "c.tsv"}],
+])
+def test_a_source_saves_as_it_was_written(value, tmp_path):
+    config = build_config({"data": {"corpus": value, "test": value}})
+    assert config.to_dict()["data"]["corpus"] == config.to_dict()["data"]["test"] == value
+    # what a run saves (config.yaml), a checkpoint holds, and an override writes reads back the same
+    assert build_config(config.to_dict()) == config
+    override = yaml.safe_load(str(config.data.corpus))
+    assert build_config({"data": {"corpus": override}}).data.corpus == config.data.corpus
+
+
+# The prepared-data folders of existing configs, named before the sources had types of their own:
+# the same config must find its folder again.
+DATA_HASHES = [
+    ({}, "255ea2d1b415"),
+    ({"corpus": {"zh": "wmt/train.zh.gz", "en": "wmt/train.en.gz"},
+      "dev": {"zh": "wmt/newsdev2017.zh", "en": "wmt/newsdev2017.en"},
+      "test": {"zh": "wmt/newstest2017.zh", "en": "wmt/newstest2017.en"}}, "8846ca373b61"),
+    ({"corpus": [{"zh": "c/train.zh.gz", "en": "c/train.en.gz"},
+                 {"tsv": "extra.tsv", "zh_column": 2, "en_column": 1}, "./data//x.txt"],
+      "dev": {"tsv": "d.tsv"}, "test": ["t.tsv"]}, "6013b1243f24"),
+]
+
+
+@pytest.mark.parametrize("data, expected", DATA_HASHES)
+def test_the_data_hash_of_a_config_is_what_it_was(data, expected):
+    assert build_config({"data": data}).data_hash() == expected
+
+
+def test_the_default_config_finds_its_prepared_data_again():
+    data = yaml.safe_load((REPO / "configs" / "tatoeba.yaml").read_text(encoding="utf-8"))["data"]
+    assert build_config({"data": data}).data_hash() == "25245e3ba989"
+    assert Config().data.corpus == Sources((TatoebaTsv("data/raw/cmn-eng/cmn.txt"),))
 
 
 def with_data(config, **changes):
@@ -109,9 +164,9 @@ def test_given_dev_and_test_sets_replace_the_carved_ones_and_leaks_are_dropped(s
     test_en = write(tmp_path / "test.en.gz", [en for _, en in test_pairs], "gz")
     # The dev set shares only an English sentence with the corpus (a different Chinese one).
     dev = write(tmp_path / "dev.tsv", [f"x\t{pairs[1][0]}\t不同的中文。", "y\t Dev only.\t只在开发集。"])
-    config = with_data(smoke_config, corpus=str(train), max_pairs=None,
-                       test={"zh": str(test_zh), "en": str(test_en)},
-                       dev={"tsv": str(dev), "zh_column": 3, "en_column": 2})
+    config = with_data(smoke_config, corpus=parse_sources(str(train)), max_pairs=None,
+                       test=parse_sources({"zh": str(test_zh), "en": str(test_en)}),
+                       dev=parse_sources({"tsv": str(dev), "zh_column": 3, "en_column": 2}))
     prepared = prepare(config)
     manifest = prepared.manifest
     assert manifest["given"] == ["dev", "test"]
@@ -133,7 +188,7 @@ def test_an_edited_input_is_noticed_and_an_untouched_one_is_not_read(smoke_confi
     import nmt.data.prepare as stage
 
     corpus = write(tmp_path / "c.tsv", [f"{en}\t{zh}" for en, zh in tiny_corpus_pairs(200)])
-    config = with_data(smoke_config, corpus=str(corpus))
+    config = with_data(smoke_config, corpus=parse_sources(str(corpus)))
     first = prepare(config)
     read_whole = []
     monkeypatch.setattr(stage, "_sha256", lambda path: read_whole.append(path))

@@ -45,7 +45,9 @@ def test_members_train_side_by_side_and_make_eval_decodes_their_ensemble(smoke_c
         summary = json.loads((folder / "train_summary.json").read_text())
         assert summary["finished"] and summary["step"] == 20 and summary["threads"] == 1
         assert "python scripts/train.py smoke" in (folder / "commands.txt").read_text()
-    assert "step 20" in (member2 / "train.log").read_text()  # the member's log, not the console
+    member_log = (member2 / "train.log").read_bytes()
+    assert b"step 20" in member_log  # the member's log, not the console
+    assert b"\r" not in member_log  # log lines, not a progress bar's redrawing
     first, second = (load_checkpoint(f / "checkpoints" / "last.pt") for f in (run_dir, member2))
     assert second["config"]["seed"] == first["config"]["seed"] + 1
     assert not torch.equal(next(iter(first["model"].values())),

@@ -28,6 +28,10 @@ def with_training(config, **changes):
     return replace(config, training=replace(config.training, **changes))
 
 
+def wider_embeddings(model):
+    return replace(model, rnn=replace(model.rnn, embed_size=48))
+
+
 def final_parameters(run_dir: Path) -> dict[str, torch.Tensor]:
     return load_checkpoint(run_dir / "checkpoints" / "last.pt")["model"]
 
@@ -221,12 +225,12 @@ def test_a_nan_loss_stops_the_run_when_asked(smoke_config, monkeypatch):
 def test_a_run_directory_of_another_experiment_is_not_overwritten(smoke_config):
     run_dir = train(with_training(smoke_config, max_steps=5, validate_every=100))
     before = (run_dir / "checkpoints" / "last.pt").read_bytes()
-    different = replace(smoke_config, model=replace(smoke_config.model, embed_size=48))
-    with pytest.raises(NMTError, match="model.embed_size"):
+    different = replace(smoke_config, model=wider_embeddings(smoke_config.model))
+    with pytest.raises(NMTError, match="model.rnn.embed_size"):
         train(different)
     assert (run_dir / "checkpoints" / "last.pt").read_bytes() == before
     train(with_training(different, overwrite=True, max_steps=5, validate_every=100))
-    assert load_checkpoint(run_dir / "checkpoints" / "last.pt")["config"]["model"]["embed_size"] == 48
+    assert load_checkpoint(run_dir / "checkpoints" / "last.pt")["config"]["model"]["rnn"]["embed_size"] == 48
 
 
 def test_checkpoints_load_with_weights_only(smoke_config):
@@ -298,7 +302,7 @@ def test_init_from_starts_a_new_run_from_trained_weights(smoke_config):
 
 def test_init_from_a_checkpoint_of_another_model_is_a_clear_error(smoke_config):
     base_dir = train(with_training(smoke_config, max_steps=2, validate_every=100))
-    wider = replace(smoke_config, name="wider", model=replace(smoke_config.model, embed_size=48))
+    wider = replace(smoke_config, name="wider", model=wider_embeddings(smoke_config.model))
     with pytest.raises(NMTError, match="init_from.*do not fit this run's model"):
         train(with_training(wider, init_from=str(base_dir / "checkpoints" / "last.pt")))
     checkpoint = load_checkpoint(base_dir / "checkpoints" / "last.pt")
