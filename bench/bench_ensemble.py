@@ -33,7 +33,7 @@ from nmt.data.prepare import load_prepared
 from nmt.data.vocab import Vocab
 from nmt.decoding.translate import decode_ids
 from nmt.io import read_lines
-from nmt.model import build_model
+from nmt.model import build_model, describe
 from nmt.model.ensemble import Ensemble
 from nmt.runtime import cpu_model, set_threads
 
@@ -55,7 +55,7 @@ def main(args: argparse.Namespace) -> None:
     print(f"machine  {os.cpu_count()} CPUs, {cpu_model()}; torch {torch.__version__}, {threads} "
           f"threads; python {sys.version.split()[0]}")
     print(f"decoding {len(src_ids)} test sentences, beam {search.beam_size}, batch "
-          f"{search.batch_size}; members: random init, {config.model.attention} attention, "
+          f"{search.batch_size}; members: random init, {describe(config.model)}, "
           f"vocab {len(src_vocab)} / {len(tgt_vocab)}")
     base = None
     for label, model in [("1 (plain)", models[0])] + [(str(n), Ensemble(models[:n])) for n in counts]:

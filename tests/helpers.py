@@ -7,6 +7,7 @@ lines, English sentences with two Chinese translations, full-width digits.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from pathlib import Path
 
@@ -63,3 +64,23 @@ def write_tiny_corpus(path: str | Path, n_pairs: int = 200) -> Path:
              for i, (en, zh) in enumerate(tiny_corpus_pairs(n_pairs))]
     path.write_text("\ufeff" + "\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def as_family(model, architecture: str | None = None, **changes):
+    """A ModelConfig of a smoke config as `architecture` (a Transformer is
+    configs/smoke_transformer.yaml's tiny one), with `changes` laid over it: shared keys
+    (dropout, tie_embeddings, target_order) and keys of that family's section."""
+    from nmt.config.loader import load_config
+
+    architecture = architecture or model.architecture
+    if architecture != model.architecture:
+        name = "smoke_transformer" if architecture == "transformer" else "smoke"
+        tiny = load_config(REPO / "configs" / f"{name}.yaml")
+        model = dataclasses.replace(model, architecture=architecture,
+                                    **{architecture: getattr(tiny.model, architecture)})
+    shared = {f.name for f in dataclasses.fields(model)} - {"rnn", "transformer"}
+    section = dataclasses.replace(getattr(model, architecture),
+                                  **{key: value for key, value in changes.items() if key not in shared})
+    return dataclasses.replace(model, **{key: value for key, value in changes.items() if key in shared},
+                               **{architecture: section})
+

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from helpers import as_family
 from nmt.checkpoints.file import make_checkpoint, save_checkpoint
 from nmt.config.loader import save_config
 from nmt.config.schema import Config
@@ -72,7 +73,7 @@ class GrowingEos:
 def write_random_run(runs: Path, name: str, smoke: Config, architecture: str = "rnn") -> Path:
     """runs/<name>/ as training leaves it (config.yaml, checkpoints/best.pt), random weights."""
     config = dataclasses.replace(smoke, name=name, runs_dir=str(runs),
-                                 model=dataclasses.replace(smoke.model, architecture=architecture),
+                                 model=as_family(smoke.model, architecture),
                                  training=dataclasses.replace(smoke.training, device="cpu"))
     (runs / name / "checkpoints").mkdir(parents=True)
     save_config(config, runs / name / "config.yaml")

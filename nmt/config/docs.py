@@ -20,15 +20,20 @@ from typing import Any, Literal
 
 from nmt.config import schema
 from nmt.config.schema import Config
+from nmt.config.sources import Sources
 
 INTRO = """# Configuration keys
 
 An experiment is one YAML file in `configs/` that names only what differs from the defaults
-below, section by section (`data:`, `model:`, `training:`, `search:`, `eval:`). A file can start
+below, section by section (`data:`, `model:`, `training:`, `search:`, `eval:`). The model
+section holds the keys both families share and one section per family, `model.rnn:` or
+`model.transformer:`: only the one `model.architecture` names may be set. A file can start
 from another with `extends: other.yaml` (a path relative to itself) and change a few keys, and
 any key can be overridden on the command line as `section.key=value`, e.g.
-`make train ARGS="training.lr=3e-4 model.attention=dot"`. Every key, type and value is checked
-before any work starts; a typo names the nearest valid key.
+`make train ARGS="training.lr=3e-4 model.rnn.attention=dot"`. A file or override that changes
+`model.architecture` leaves the other family's section it inherits behind, so
+`make train ARGS="model.architecture=transformer"` trains a Transformer on the default's data.
+Every key, type and value is checked before any work starts; a typo names the nearest valid key.
 `python scripts/show_config.py configs/tatoeba.yaml` prints an experiment's resolved config.
 
 This page is generated from `nmt/config/schema.py` by `make docs`
@@ -116,7 +121,7 @@ def type_name(kind: Any) -> str:
         return "one of " + ", ".join(f"`{_yaml(a)}`" for a in args)
     if origin is list:
         return f"list of {type_name(args[0])}"
-    if kind is Any:
+    if kind is Sources:
         return "path, mapping or list"
     return getattr(kind, "__name__", str(kind))
 
@@ -174,11 +179,16 @@ def config_markdown() -> str:
     return "\n".join(parts) + "\n"
 
 
-def sections() -> dict[str, type]:
-    """{section name: its dataclass}, in the schema's order."""
-    hints = typing.get_type_hints(Config)
-    return {f.name: hints[f.name] for f in dataclasses.fields(Config)
-            if dataclasses.is_dataclass(hints[f.name])}
+def sections(cls: type = Config, prefix: str = "") -> dict[str, type]:
+    """{dotted section name: its dataclass}, in the schema's order, each section followed by
+    the sections inside it (model, model.rnn, model.transformer)."""
+    hints = typing.get_type_hints(cls)
+    found: dict[str, type] = {}
+    for f in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(hints[f.name]):
+            found[f"{prefix}{f.name}"] = hints[f.name]
+            found |= sections(hints[f.name], f"{prefix}{f.name}.")
+    return found
 
 
 def key_descriptions() -> dict[str, str]:
@@ -187,7 +197,7 @@ def key_descriptions() -> dict[str, str]:
     classes = {"": Config} | {f"{name}.": cls for name, cls in sections().items()}
     return {f"{prefix}{f.name}": meaning.get((cls.__name__, f.name), "")
             for prefix, cls in classes.items() for f in dataclasses.fields(cls)
-            if f"{f.name}." not in classes}
+            if f"{prefix}{f.name}." not in classes}
 
 
 def schema_keys() -> list[str]:

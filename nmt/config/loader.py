@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 import yaml
 
-from nmt.config.schema import Config, ModelConfig
+from nmt.config.migrate import config_in_sections, flat_model_keys
+from nmt.config.schema import FAMILIES, Config, RNNConfig, TransformerConfig
 from nmt.errors import NMTError
 from nmt.io import atomic_write_text
 
@@ -24,15 +25,29 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
     """Read an experiment YAML, apply `section.key=value` overrides, validate everything.
 
     A YAML may start from another one with `extends: other.yaml` (relative to itself) and name
-    only the keys it changes.
+    only the keys it changes. Each file, and each override, is a layer over the ones below it;
+    a layer that changes model.architecture drops the other family's section it inherits.
     """
     raw = _read_yaml(Path(path), seen=())
     for override in overrides:
-        _apply_override(raw, override, Path(path))
+        raw = _lay_over(raw, _override_layer(raw, override, Path(path)), f"override {override!r}")
     return build_config(raw, source=str(path))
 
 
-def _read_yaml(path: Path, seen: tuple[Path, ...]) -> dict:
+def load_saved_config(path: str | Path) -> Config:
+    """The config a run saved beside itself (runs/<name>/config.yaml), also when an older
+    version wrote it in the flat model shape (nmt/config/migrate.py)."""
+    return build_saved_config(_read_mapping(Path(path)), source=str(path))
+
+
+def build_saved_config(raw: dict, source: str) -> Config:
+    """`build_config` for a config this project saved (a run folder's, a checkpoint's): one in
+    an older version's flat model shape is moved into today's sections first."""
+    return build_config(config_in_sections(raw), source=source)
+
+
+def _read_mapping(path: Path) -> dict:
+    """A YAML config file's mapping of sections, not yet checked."""
     if not path.is_file():
         raise NMTError(f"{path}: config file not found")
     try:
@@ -41,13 +56,63 @@ def _read_yaml(path: Path, seen: tuple[Path, ...]) -> dict:
         raise NMTError(f"{path}: not valid YAML: {error}") from None
     if not isinstance(raw, dict):
         raise NMTError(f"{path}: the top level must be a mapping of sections (data:, model:, ...)")
+    return raw
+
+
+def _read_yaml(path: Path, seen: tuple[Path, ...]) -> dict:
+    """`path` laid over the files its `extends:` names, as one mapping."""
+    raw = _read_mapping(path)
     base = raw.pop("extends", None)
     if base is None:
-        return raw
+        return _lay_over({}, raw, str(path))
     base_path = (path.parent / str(base)).resolve()
     if base_path in seen:
         raise NMTError(f"{path}: extends: {base} makes a loop")
-    return _merge(_read_yaml(base_path, seen + (base_path,)), raw)
+    return _lay_over(_read_yaml(base_path, seen + (base_path,)), raw, str(path))
+
+
+def _lay_over(base: dict, layer: dict, source: str) -> dict:
+    """`layer` (a file or an override, named by `source`) merged over `base`. A layer that
+    changes model.architecture drops the other family's section `base` holds, so a recurrent
+    recipe becomes a Transformer with one key; a layer that sets a family section beside
+    an architecture of the other family is an error."""
+    architecture = _architecture(_merge(base, layer))
+    if isinstance(layer.get("model"), dict):
+        _check_model_shape(layer["model"], architecture, source)
+    if architecture != _architecture(base):
+        base = _without_family_sections(base)
+    return _merge(base, layer)
+
+
+def _without_family_sections(raw: dict) -> dict:
+    model = raw.get("model")
+    if not isinstance(model, dict):
+        return raw
+    return {**raw, "model": {key: value for key, value in model.items() if key not in FAMILIES}}
+
+
+def _architecture(raw: dict) -> Any:
+    model = raw.get("model")
+    return model.get("architecture", "rnn") if isinstance(model, dict) else "rnn"
+
+
+def _check_model_shape(model: dict, architecture: Any, source: str) -> None:
+    """A model section written in the older flat shape, or holding a section of the family
+    `architecture` does not name, is an error saying what to move where."""
+    moves = flat_model_keys(model)
+    if moves:
+        raise NMTError(f"{source}: the model section now has one section per family "
+                       f"(docs/config.md): " + "; ".join(moves))
+    if architecture not in FAMILIES:
+        return  # the schema's check names the allowed values
+    for family in FAMILIES:
+        section = model.get(family)
+        if family == architecture or section is None:
+            continue
+        key = f"model.{family}" + (f".{next(iter(section))}" if isinstance(section, dict) and section
+                                   else "")
+        raise NMTError(f"{source}: {key} belongs to the {family} family, but model.architecture "
+                       f"is {architecture}; remove it, or set model.architecture: {family}")
 
 
 def _merge(base: dict, changes: dict) -> dict:
@@ -63,6 +128,8 @@ def _merge(base: dict, changes: dict) -> dict:
 
 def build_config(raw: dict, source: str = "<config>") -> Config:
     """Turn a nested dict into a validated Config; errors name `source` and the dotted key."""
+    if isinstance(raw, dict) and isinstance(raw.get("model"), dict):
+        _check_model_shape(raw["model"], raw["model"].get("architecture", "rnn"), source)
     config = _build(Config, raw, source, prefix="")
     _check_together(config, source)
     return config
@@ -73,9 +140,6 @@ def _check_together(config: Config, source: str) -> None:
     model, data = config.model, config.data
     if data.min_length > data.max_length:
         raise NMTError(f"{source}: data.min_length must be <= data.max_length")
-    if config.training.guided_alignment > 0 and model.attention == "none":
-        raise NMTError(f"{source}: training.guided_alignment trains the attention, but "
-                       f"model.attention = none; set training.guided_alignment=0")
     if config.eval.average and config.eval.ensemble:
         raise NMTError(f"{source}: eval.average and eval.ensemble are both set; choose one "
                        f"(an averaged checkpoint file can be one of the ensemble's members)")
@@ -83,47 +147,70 @@ def _check_together(config: Config, source: str) -> None:
         raise NMTError(f"{source}: eval.rerank_weights has {len(config.eval.rerank_weights)} "
                        f"weight(s) but eval.rerank names {len(config.eval.rerank)} checkpoint(s); "
                        f"give one weight per rescoring model, e.g. eval.rerank_weights=[0.5]")
+    if model.direction == "reverse" and config.training.distill_from:
+        raise NMTError(f"{source}: training.distill_from gives English targets, but a "
+                       f"model.direction = reverse model writes Chinese; leave one of them out")
+    if model.direction == "reverse" and (config.eval.rerank or config.eval.ensemble):
+        raise NMTError(f"{source}: a model.direction = reverse model does not translate, so "
+                       f"eval.rerank and eval.ensemble do not apply to it; name it in a forward "
+                       f"run's eval.rerank instead")
+    if (config.search.coverage_penalty > 0 and model.architecture == "rnn"
+            and model.rnn.attention == "none"):
+        raise NMTError(f"{source}: search.coverage_penalty reads the attention, but "
+                       f"model.rnn.attention = none; set search.coverage_penalty=0")
     if model.architecture == "transformer":
-        _check_transformer(model, source)
-        return
-    if model.attention in ("dot", "scaled_dot") and model.decoder_hidden != 2 * model.encoder_hidden:
+        _check_transformer(model.transformer, source)
+    else:
+        _check_rnn(model.rnn, model.tie_embeddings, config.training.guided_alignment, source)
+
+
+def _check_rnn(rnn: RNNConfig, tie_embeddings: bool, guided_alignment: float, source: str) -> None:
+    if guided_alignment > 0 and rnn.attention == "none":
+        raise NMTError(f"{source}: training.guided_alignment trains the attention, but "
+                       f"model.rnn.attention = none; set training.guided_alignment=0")
+    if rnn.attention in ("dot", "scaled_dot") and rnn.decoder_hidden != 2 * rnn.encoder_hidden:
         raise NMTError(
-            f"{source}: model.attention = {model.attention} compares decoder and encoder states "
-            f"directly, so model.decoder_hidden ({model.decoder_hidden}) must equal "
-            f"2 * model.encoder_hidden ({2 * model.encoder_hidden}); or use 'general' or 'additive'"
+            f"{source}: model.rnn.attention = {rnn.attention} compares decoder and encoder states "
+            f"directly, so model.rnn.decoder_hidden ({rnn.decoder_hidden}) must equal "
+            f"2 * model.rnn.encoder_hidden ({2 * rnn.encoder_hidden}); or use 'general' or 'additive'"
         )
-    if model.tie_embeddings and model.embed_size != model.readout_size:
+    if tie_embeddings and rnn.embed_size != rnn.readout_size:
         raise NMTError(
-            f"{source}: model.tie_embeddings needs model.embed_size ({model.embed_size}) "
-            f"== model.readout_size ({model.readout_size})"
+            f"{source}: model.tie_embeddings needs model.rnn.embed_size ({rnn.embed_size}) "
+            f"== model.rnn.readout_size ({rnn.readout_size})"
         )
 
 
-def _check_transformer(model: ModelConfig, source: str) -> None:
-    if model.d_model % model.heads:
-        raise NMTError(f"{source}: model.d_model ({model.d_model}) must be a multiple of "
-                       f"model.heads ({model.heads}): each head gets d_model / heads dimensions")
-    if model.positions == "sinusoidal" and model.d_model % 2:
-        raise NMTError(f"{source}: model.d_model ({model.d_model}) must be even for "
-                       f"model.positions = sinusoidal (sine and cosine pairs)")
-    if not -model.decoder_layers <= model.alignment_layer < model.decoder_layers:
-        raise NMTError(f"{source}: model.alignment_layer = {model.alignment_layer} names no layer "
-                       f"of the {model.decoder_layers} decoder layers; use 0..{model.decoder_layers - 1}"
-                       f" or -1 for the last")
+def _check_transformer(transformer: TransformerConfig, source: str) -> None:
+    d_model, heads, layers = transformer.d_model, transformer.heads, transformer.decoder_layers
+    if d_model % heads:
+        raise NMTError(f"{source}: model.transformer.d_model ({d_model}) must be a multiple of "
+                       f"model.transformer.heads ({heads}): each head gets d_model / heads dimensions")
+    if transformer.positions == "sinusoidal" and d_model % 2:
+        raise NMTError(f"{source}: model.transformer.d_model ({d_model}) must be even for "
+                       f"model.transformer.positions = sinusoidal (sine and cosine pairs)")
+    if not -layers <= transformer.alignment_layer < layers:
+        raise NMTError(f"{source}: model.transformer.alignment_layer = {transformer.alignment_layer} "
+                       f"names no layer of the {layers} decoder layers; use 0..{layers - 1} or -1 "
+                       f"for the last")
 
 
-def _apply_override(raw: dict, override: str, path: Path) -> None:
+def _override_layer(raw: dict, override: str, path: Path) -> dict:
+    """`section.key=value` as a layer to lay over `raw`: {section: {key: value}}."""
     key, sep, text = override.partition("=")
     if not sep or not key:
         raise NMTError(f"override {override!r}: write it as section.key=value, e.g. training.lr=3e-4")
     value = yaml.safe_load(text) if text.strip() else None
-    node = raw
     parts = key.split(".")
+    node: Any = raw
     for part in parts[:-1]:
-        node = node.setdefault(part, {})
+        node = node.get(part, {}) if isinstance(node, dict) else node
         if not isinstance(node, dict):
             raise NMTError(f"override {override!r}: {part} is not a section in {path}")
-    node[parts[-1]] = value
+    layer: dict = {parts[-1]: value}
+    for part in reversed(parts[:-1]):
+        layer = {part: layer}
+    return layer
 
 
 def _build(cls, raw: Any, source: str, prefix: str):
@@ -134,8 +221,8 @@ def _build(cls, raw: Any, source: str, prefix: str):
     fields = {f.name: f for f in dataclasses.fields(cls)}
     for key in raw:
         if key not in fields:
-            close = difflib.get_close_matches(str(key), list(fields), n=1)
-            hint = f"; did you mean '{prefix}{close[0]}'?" if close else ""
+            close = _nearest_key(str(key), cls)
+            hint = f"; did you mean '{prefix}{close}'?" if close else ""
             raise NMTError(
                 f"{source}: unknown key '{prefix}{key}'{hint} "
                 f"(allowed in {where}: {', '.join(fields)})"
@@ -152,6 +239,20 @@ def _build(cls, raw: Any, source: str, prefix: str):
     return cls(**values)
 
 
+def _nearest_key(key: str, cls: type) -> str | None:
+    """The valid key nearest to a typo: one of this section's, or of a section inside it
+    (`model.atention` → `model.rnn.attention`)."""
+    hints = typing.get_type_hints(cls)
+    candidates: dict[str, str] = {}
+    for f in dataclasses.fields(cls):
+        candidates.setdefault(f.name, f.name)
+        if dataclasses.is_dataclass(hints[f.name]):
+            for inner in dataclasses.fields(hints[f.name]):
+                candidates.setdefault(inner.name, f"{f.name}.{inner.name}")
+    close = difflib.get_close_matches(key, list(candidates), n=1)
+    return candidates[close[0]] if close else None
+
+
 def _coerce(value: Any, kind: Any, f: dataclasses.Field, source: str, key: str) -> Any:
     origin, args = typing.get_origin(kind), typing.get_args(kind)
     if origin is typing.Union and type(None) in args:  # Optional[X]
@@ -163,12 +264,11 @@ def _coerce(value: Any, kind: Any, f: dataclasses.Field, source: str, key: str) 
         if value not in args:
             raise NMTError(f"{source}: {key} = {value!r} is not allowed; choose one of {list(args)}")
         return value
-    if kind is Any:  # a free-form value: its check says what it may be
+    if "parse" in f.metadata:  # a value of several forms (data.corpus): its parser types it
         try:
-            f.metadata["check"](value)
+            return f.metadata["parse"](value)
         except NMTError as error:
             raise NMTError(f"{source}: {key}{str(error)}") from None
-        return value
     if origin is list:
         if not isinstance(value, list):
             raise NMTError(f"{source}: {key} = {value!r} must be a list, e.g. [0.9, 0.98]")

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Literal, Optional
 
 from nmt.config.checks import (average_spec, check, corpus_spec, non_negative, positive,
-                               probability)
+                               probability, sources_spec)
+from nmt.config.sources import Sources, TatoebaTsv
 
 SUBWORD_KEYS = ("subword", "src_subword_vocab", "tgt_subword_vocab", "subword_sample")
 # Data keys that say where the data is and how fast it is made, not what it is: a run, its
@@ -29,16 +30,16 @@ DATA_LOCATION_KEYS = ("corpus", "prepared_dir", "workers")
 class DataConfig:
     """Where the corpus is and how it becomes prepared, indexed text (the prepare stage)."""
 
-    # The training corpus, or a list of corpora (nmt/data/sources.py): a TSV path (Tatoeba's
-    # English <TAB> Chinese <TAB> credit), {tsv: PATH, zh_column: N, en_column: M}, or
-    # {zh: PATH, en: PATH} for two plain-text files; .gz and .xz files are read as they are
-    corpus: Any = field(default="data/raw/cmn-eng/cmn.txt", metadata=corpus_spec)
+    # The training corpus, or a list of corpora, in the forms nmt/config/sources.py describes;
+    # .gz and .xz files are read as they are
+    corpus: Sources = field(default=Sources((TatoebaTsv("data/raw/cmn-eng/cmn.txt"),)),
+                            metadata=corpus_spec)
     # A dev set of its own (the same forms), instead of one carved out of the corpus; training
     # pairs sharing a sentence with it are dropped. null: carve data.dev_size pairs
-    dev: Any = field(default=None, metadata=corpus_spec)
+    dev: Optional[Sources] = field(default=None, metadata=sources_spec)
     # A test set of its own (e.g. newstest), scored whole by `make eval`: not deduplicated nor
     # length-filtered. null: carve data.test_size pairs out of the corpus
-    test: Any = field(default=None, metadata=corpus_spec)
+    test: Optional[Sources] = field(default=None, metadata=sources_spec)
     prepared_dir: str = "data/prepared"  # outputs go to <prepared_dir>/<hash of this section>/
     max_pairs: Optional[int] = field(default=None, metadata=positive)  # only the first N pairs; null: all
     zh_level: Literal["word", "char"] = "word"  # jieba words or single characters
@@ -68,22 +69,24 @@ class DataConfig:
     # pieces in the English vocabulary
     tgt_subword_vocab: int = field(default=4000, metadata=check(lambda v: v >= 8, "an integer >= 8"))
 
+    def to_dict(self) -> dict:
+        """Every key, the corpora in the plain form they were written in (nmt/config/sources.py)."""
+        tree = dataclasses.asdict(self)
+        for key in ("corpus", "dev", "test"):
+            sources = getattr(self, key)
+            tree[key] = None if sources is None else sources.plain()
+        return tree
+
 
 @dataclass
-class ModelConfig:
-    """The model: a recurrent seq2seq (BiRNN encoder, attention, RNN decoder with a deep output
-    layer) or a Transformer. Keys that do not apply to the chosen family are ignored: the RNN
-    reads the keys up to `target_order`, the Transformer those from `decoder_layers` on, plus
-    encoder_layers, tie_embeddings, dropout and target_order (the attention keys do not apply to
-    it: its attention is always scaled dot-product over several heads)."""
+class RNNConfig:
+    """The recurrent family (`model.architecture: rnn`): a bidirectional RNN encoder, attention,
+    and an RNN decoder with a deep output layer (Bahdanau et al., 2015)."""
 
-    # rnn: the recurrent seq2seq below; transformer: self- and cross-attention layers (Vaswani
-    # et al., 2017), keys from `decoder_layers` on
-    architecture: Literal["rnn", "transformer"] = "rnn"
-    rnn: Literal["gru", "lstm"] = "gru"  # the recurrent cell of encoder and decoder
+    cell: Literal["gru", "lstm"] = "gru"  # the recurrent cell of encoder and decoder
     embed_size: int = field(default=256, metadata=positive)  # word (or piece) embeddings, both sides
     encoder_hidden: int = field(default=256, metadata=positive)  # the BiRNN state h_j, per direction
-    encoder_layers: int = field(default=1, metadata=positive)  # BiRNN or Transformer layers
+    encoder_layers: int = field(default=1, metadata=positive)  # stacked BiRNN layers
     decoder_hidden: int = field(default=512, metadata=positive)  # the decoder's state s_i
     # F(s_{i-1}, h_j): additive (Bahdanau), dot, general (Luong), scaled_dot, or none (fixed context)
     attention: Literal["additive", "dot", "general", "scaled_dot", "none"] = "additive"
@@ -93,18 +96,15 @@ class ModelConfig:
     attention_size: int = field(default=256, metadata=positive)  # additive attention's hidden size
     readout_size: int = field(default=256, metadata=positive)  # deep output layer before the softmax
     input_feeding: bool = True  # feed the previous readout into the next decoder step
-    tie_embeddings: bool = False  # share target embeddings with the output layer
-    # RNN: on embeddings, between encoder layers and on the readout; Transformer: on embeddings
-    # and residuals
-    dropout: float = field(default=0.2, metadata=probability)
-    # The order the decoder writes the target in. A right_to_left model is trained on reversed
-    # targets (y_n .. y_1) and its output is turned back before detokenizing; it rescores the
-    # n-best lists of a left-to-right one (eval.rerank; Sennrich et al., 2016). Both families.
-    target_order: Literal["left_to_right", "right_to_left"] = "left_to_right"
 
-    # Transformer only (the RNN ignores these):
 
-    decoder_layers: int = field(default=1, metadata=positive)  # decoder layers (the RNN's has one)
+@dataclass
+class TransformerConfig:
+    """The Transformer family (`model.architecture: transformer`; Vaswani et al., 2017): self-
+    and cross-attention layers, always scaled dot-product attention over several heads."""
+
+    encoder_layers: int = field(default=1, metadata=positive)  # encoder layers
+    decoder_layers: int = field(default=1, metadata=positive)  # decoder layers
     d_model: int = field(default=256, metadata=positive)  # width of embeddings and every layer
     heads: int = field(default=4, metadata=positive)  # attention heads; d_model / heads each
     ff_size: int = field(default=1024, metadata=positive)  # the feed-forward sublayer's inner width
@@ -116,6 +116,45 @@ class ModelConfig:
     # The decoder layer whose cross-attention (heads averaged) is the alignment that plots,
     # <unk> replacement and the alignment tool read: -1 = the last, 0 = the first
     alignment_layer: int = -1
+
+
+@dataclass
+class ModelConfig:
+    """The model: the keys both families share, and one section per family. Only the section of
+    the chosen `architecture` may be set; a key of the other family is an error."""
+
+    # rnn: the recurrent seq2seq (model.rnn); transformer: self- and cross-attention layers
+    # (model.transformer)
+    architecture: Literal["rnn", "transformer"] = "rnn"
+    # RNN: on embeddings, between encoder layers and on the readout; Transformer: on embeddings
+    # and residuals
+    dropout: float = field(default=0.2, metadata=probability)
+    # share target embeddings with the output layer (Press & Wolf, 2017)
+    tie_embeddings: bool = False
+    # The order the decoder writes the target in. A right_to_left model is trained on reversed
+    # targets (y_n .. y_1) and its output is turned back before detokenizing; it rescores the
+    # n-best lists of a left-to-right one (eval.rerank; Sennrich et al., 2016).
+    target_order: Literal["left_to_right", "right_to_left"] = "left_to_right"
+    # forward: Chinese → English. reverse: English → Chinese, trained on the same prepared data
+    # with the sides swapped; it does not translate for users, it reads a translation y and says
+    # how well y explains the source x, log p(x | y): the channel model that reranks a forward
+    # model's n-best list (eval.rerank; Yee et al., 2019), and the other direction's attention.
+    direction: Literal["forward", "reverse"] = "forward"
+    rnn: RNNConfig = field(default_factory=RNNConfig)  # the recurrent family's keys
+    transformer: TransformerConfig = field(default_factory=TransformerConfig)  # the Transformer's keys
+
+    def to_dict(self) -> dict:
+        """The shared keys and the chosen family's section: the other family's is not part of
+        the recipe (and may not be written in a config)."""
+        tree = dataclasses.asdict(self)
+        for family in FAMILIES:
+            if family != self.architecture:
+                del tree[family]
+        return tree
+
+
+# The model families: model.architecture's values, each the name of its section under model:.
+FAMILIES = ("rnn", "transformer")
 
 
 @dataclass
@@ -205,6 +244,17 @@ class SearchConfig:
     length_penalty: float = field(default=1.0, metadata=non_negative)  # GNMT alpha; 0 = none
     max_length_ratio: float = field(default=2.0, metadata=positive)  # output ≤ ratio × source + 10 tokens
     n_best: int = field(default=1, metadata=positive)  # translations returned per sentence (<= beam_size)
+    # When a sentence's search ends: best_ended, as soon as the step's best candidate ends in </s>
+    # (OpenNMT, Joey NMT; a longer hypothesis the length penalty would prefer never finishes);
+    # beam_full, once beam_size hypotheses have finished (fairseq, Marian)
+    stop: Literal["best_ended", "beam_full"] = "best_ended"
+    # Word reward (He et al., 2016; Murray & Chiang, 2018): score + reward × output tokens
+    # (</s> included); > 0 counters the search's bias toward short outputs
+    word_reward: float = 0.0
+    # Coverage penalty β (GNMT, Wu et al., 2016): score + β Σ_j log min(Σ_i a_ij, 1), which is 0
+    # once every source token j got a total attention of 1 and falls for each one left out. It
+    # ranks the hypotheses inside the beam too (attention as used while searching); 0: off.
+    coverage_penalty: float = field(default=0.0, metadata=non_negative)
     replace_unk: bool = False  # replace <unk> by the most-attended source token
     batch_size: int = field(default=64, metadata=positive)  # sentences per decoding batch
     # Processes searching batches side by side on the CPU, the threads shared among them
@@ -253,11 +303,13 @@ class Config:
         return Path(self.runs_dir) / self.name
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """Every key (the model section with the chosen family's keys only), as saved beside a
+        run and inside its checkpoints."""
+        return dataclasses.asdict(self) | {"data": self.data.to_dict(), "model": self.model.to_dict()}
 
     def data_hash(self) -> str:
         """Names the prepared-data folder: changes whenever a data setting changes."""
-        data = dataclasses.asdict(self.data)
+        data = self.data.to_dict()
         for key in DATA_LOCATION_KEYS:
             # The corpus path stays in: it stands for the corpus's content, and another file
             # must not share this cache folder.
@@ -276,5 +328,5 @@ def _hash(obj: Any) -> str:
 def differing_data_keys(ours: DataConfig, theirs: DataConfig) -> list[str]:
     """The data keys, apart from DATA_LOCATION_KEYS, whose values differ: a model trained on
     `theirs` read other sentences than `ours` describes."""
-    mine, other = dataclasses.asdict(ours), dataclasses.asdict(theirs)
+    mine, other = ours.to_dict(), theirs.to_dict()
     return sorted(k for k in mine if k not in DATA_LOCATION_KEYS and mine[k] != other.get(k))

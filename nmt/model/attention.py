@@ -102,7 +102,7 @@ class NoAttention(Attention):
 
 
 def make_attention(kind: str, query_size: int, value_size: int, hidden_size: int) -> Attention:
-    """The attention module named by `model.attention`."""
+    """The attention module named by `model.rnn.attention`."""
     if kind == "additive":
         return AdditiveAttention(query_size, value_size, hidden_size)
     if kind in ("dot", "scaled_dot"):

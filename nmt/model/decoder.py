@@ -7,7 +7,7 @@ Step i, given the previous word y_{i-1} and the previous state s_{i-1}:
     r_i      = tanh(W [s_i; c_i; emb(y_{i-1})])                     deep output (readout)
     p(y_i)   = softmax(V r_i)                                      in Seq2Seq, for all steps at once
 
-With `model.attention_query: current` (Luong's order) the RNN steps first, without c_i, and the
+With `model.rnn.attention_query: current` (Luong's order) the RNN steps first, without c_i, and the
 new state s_i is the query: s_i = RNN([emb(y_{i-1}); r_{i-1}], s_{i-1}); c_i = attention(s_i, h).
 In that order and without input feeding nothing but s_{i-1} links a step to the one before, so
 teacher forcing runs the RNN over all positions in one call and attends with every s_i at once.
@@ -16,6 +16,7 @@ teacher forcing runs the RNN over all positions in one call and attends with eve
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -139,5 +140,7 @@ class Decoder(nn.Module):
             readout, state, weights = self.step(embedded[:, t], state, memory)
             readouts.append(readout)
             all_weights.append(weights)
-        stacked_weights = None if all_weights[0] is None else torch.stack(all_weights, dim=1)
+        # weights are None at every step (attention none) or at none
+        stacked_weights = (None if all_weights[0] is None
+                           else torch.stack(cast(list[Tensor], all_weights), dim=1))
         return torch.stack(readouts, dim=1), stacked_weights

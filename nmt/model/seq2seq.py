@@ -11,22 +11,24 @@ from nmt.data.vocab import PAD_ID
 from nmt.model.attention import make_attention
 from nmt.model.decoder import Decoder, DecoderState, Memory
 from nmt.model.encoder import Encoder
+from nmt.model.interface import TranslationModel
 
 
-class Seq2Seq(nn.Module):
+class Seq2Seq(TranslationModel[Memory, DecoderState]):
     def __init__(self, config: ModelConfig, src_vocab_size: int, tgt_vocab_size: int):
         super().__init__()
         self.config = config
-        self.encoder = Encoder(config.rnn, src_vocab_size, config.embed_size, config.encoder_hidden,
-                               config.encoder_layers, config.dropout)
+        rnn = config.rnn  # the recurrent family's section (model.rnn)
+        self.encoder = Encoder(rnn.cell, src_vocab_size, rnn.embed_size, rnn.encoder_hidden,
+                               rnn.encoder_layers, config.dropout)
         context_size = self.encoder.output_size
-        attention = make_attention(config.attention, config.decoder_hidden, context_size,
-                                   config.attention_size)
-        self.tgt_embed = nn.Embedding(tgt_vocab_size, config.embed_size, padding_idx=PAD_ID)
-        self.decoder = Decoder(config.rnn, config.embed_size, config.decoder_hidden, context_size,
-                               config.readout_size, attention, config.input_feeding, config.dropout,
-                               config.attention_query)
-        self.output_layer = nn.Linear(config.readout_size, tgt_vocab_size)
+        attention = make_attention(rnn.attention, rnn.decoder_hidden, context_size,
+                                   rnn.attention_size)
+        self.tgt_embed = nn.Embedding(tgt_vocab_size, rnn.embed_size, padding_idx=PAD_ID)
+        self.decoder = Decoder(rnn.cell, rnn.embed_size, rnn.decoder_hidden, context_size,
+                               rnn.readout_size, attention, rnn.input_feeding, config.dropout,
+                               rnn.attention_query)
+        self.output_layer = nn.Linear(rnn.readout_size, tgt_vocab_size)
         if config.tie_embeddings:
             self.output_layer.weight = self.tgt_embed.weight
         self.embed_dropout = nn.Dropout(config.dropout)
@@ -56,6 +58,15 @@ class Seq2Seq(nn.Module):
 
     # (decoder layers, heads) of the attention over the source: one attention
     attention_grid = (1, 1)
+    alignment_layer = 0
+
+    @property
+    def target_order(self) -> str:
+        return self.config.target_order
+
+    @property
+    def offers_posterior(self) -> bool:
+        return True
 
     @torch.no_grad()
     def attention_heads(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor | None:
@@ -103,12 +114,12 @@ def build_seq2seq(config: ModelConfig, src_vocab_size: int, tgt_vocab_size: int)
     for name, param in model.named_parameters():
         if "rnn" in name or "cell" in name:
             if "weight_hh" in name:
-                for chunk in param.data.chunk(3 if config.rnn == "gru" else 4, dim=0):
+                for chunk in param.data.chunk(3 if config.rnn.cell == "gru" else 4, dim=0):
                     nn.init.orthogonal_(chunk)
             elif "bias" in name:
                 nn.init.zeros_(param)
     with torch.no_grad():
         if config.tie_embeddings:  # as the output layer's weights: N(0, 1) gave logits of ~±10
-            nn.init.normal_(model.tgt_embed.weight, std=config.embed_size ** -0.5)
+            nn.init.normal_(model.tgt_embed.weight, std=config.rnn.embed_size ** -0.5)
         model.tgt_embed.weight[PAD_ID].zero_()
     return model

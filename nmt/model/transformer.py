@@ -1,4 +1,5 @@
-"""The Transformer (Vaswani et al., 2017) behind the same interface as the recurrent Seq2Seq.
+"""The Transformer (Vaswani et al., 2017) behind the same interface as the recurrent Seq2Seq
+(nmt/model/interface.py).
 
     encode(src, lengths)                → TransformerMemory: every decoder layer's cross-attention
                                           keys and values, projected once per sentence
@@ -10,7 +11,7 @@
                                           (B, layers, heads, T, S), for plots
     alignment_heads(src, lengths, tgt_in) → the alignment layer's heads (B, heads, T, S)
 
-The alignment is the cross-attention of decoder layer `model.alignment_layer`, its heads
+The alignment is the cross-attention of decoder layer `model.transformer.alignment_layer`, its heads
 averaged. Embeddings start small, N(0, d^-1/2), and are scaled by sqrt(d) on the way in (as in
 fairseq): the inputs then have unit size while tied output weights give small logits at first;
 without the small start the issue's probe diverged.
@@ -19,7 +20,9 @@ without the small start the issue's probe diverged.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -33,6 +36,7 @@ from nmt.model.transformer_layers import (
     LearnedPositions,
     SinusoidalPositions,
 )
+from nmt.model.interface import TranslationModel
 
 
 def _rows(tensors: list[Tensor], index: Tensor) -> list[Tensor]:
@@ -65,23 +69,24 @@ class TransformerState:
         return TransformerState(_rows(self.keys, index), _rows(self.values, index), self.step)
 
 
-class Transformer(nn.Module):
+class Transformer(TranslationModel[TransformerMemory, TransformerState]):
     def __init__(self, config: ModelConfig, src_vocab_size: int, tgt_vocab_size: int):
         super().__init__()
         self.config = config
-        d, pre_norm = config.d_model, config.norm == "pre"
-        self.heads = config.heads
+        family = config.transformer  # the Transformer's section (model.transformer)
+        d, pre_norm = family.d_model, family.norm == "pre"
+        self.heads = family.heads
         self.src_embed = nn.Embedding(src_vocab_size, d, padding_idx=PAD_ID)
         self.tgt_embed = nn.Embedding(tgt_vocab_size, d, padding_idx=PAD_ID)
         self.embed_scale = math.sqrt(d)
-        self.positions = (SinusoidalPositions(d) if config.positions == "sinusoidal"
-                          else LearnedPositions(d, config.max_positions))
-        layer_args = (d, config.heads, config.ff_size, config.dropout, config.attention_dropout,
-                      config.activation_dropout, pre_norm)
+        self.positions = (SinusoidalPositions(d) if family.positions == "sinusoidal"
+                          else LearnedPositions(d, family.max_positions))
+        layer_args = (d, family.heads, family.ff_size, config.dropout, family.attention_dropout,
+                      family.activation_dropout, pre_norm)
         self.encoder_layers = nn.ModuleList(EncoderLayer(*layer_args)
-                                            for _ in range(config.encoder_layers))
+                                            for _ in range(family.encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(*layer_args)
-                                            for _ in range(config.decoder_layers))
+                                            for _ in range(family.decoder_layers))
         # Pre-norm leaves each stack's output unnormalised: one final LayerNorm per stack.
         self.encoder_norm = nn.LayerNorm(d) if pre_norm else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d) if pre_norm else nn.Identity()
@@ -89,7 +94,16 @@ class Transformer(nn.Module):
         if config.tie_embeddings:
             self.output_layer.weight = self.tgt_embed.weight
         self.dropout = nn.Dropout(config.dropout)
-        self.alignment_layer = config.alignment_layer % config.decoder_layers
+        self.alignment_layer = family.alignment_layer % family.decoder_layers
+
+    @property
+    def target_order(self) -> str:
+        return self.config.target_order
+
+    @property
+    def _decoders(self) -> Iterable[DecoderLayer]:
+        """The decoder layers, typed (an nn.ModuleList hands back plain Modules)."""
+        return cast(Iterable[DecoderLayer], self.decoder_layers)
 
     def _embed(self, embedding: nn.Embedding, tokens: Tensor, start: int = 0) -> Tensor:
         """tokens (B, L) → scaled embeddings plus positions start.., with dropout: (B, L, d)."""
@@ -103,7 +117,7 @@ class Transformer(nn.Module):
         for layer in self.encoder_layers:
             x = layer(x, mask)
         x = self.encoder_norm(x)  # (B, S, d)
-        projected = [layer.cross_attention.project(x) for layer in self.decoder_layers]
+        projected = [layer.cross_attention.project(x) for layer in self._decoders]
         return TransformerMemory([k for k, _ in projected], [v for _, v in projected], mask)
 
     def init_state(self, memory: TransformerMemory) -> TransformerState:
@@ -117,7 +131,7 @@ class Transformer(nn.Module):
         weights (B, h, T, S): for the alignment layer only, unless all_layers."""
         y = self._embed(self.tgt_embed, tgt_in)  # (B, T, d)
         weights = []
-        for i, layer in enumerate(self.decoder_layers):
+        for i, layer in enumerate(self._decoders):
             y, w = layer(y, memory.keys[i], memory.values[i], memory.mask,
                          need_weights=all_layers or i == self.alignment_layer)
             weights.append(w)
@@ -126,7 +140,9 @@ class Transformer(nn.Module):
     def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
         """Teacher forcing. tgt_in (B, T) starts with <s> → logits (B, T, V), weights (B, T, S)."""
         states, weights = self._decode(tgt_in, self.encode(src, src_lengths), all_layers=False)
-        return self.output_layer(states), weights[self.alignment_layer].mean(dim=1)
+        aligned = weights[self.alignment_layer]
+        assert aligned is not None  # the alignment layer always hands back its weights
+        return self.output_layer(states), aligned.mean(dim=1)
 
     @property
     def attention_grid(self) -> tuple[int, int]:
@@ -137,7 +153,7 @@ class Transformer(nn.Module):
     def attention_heads(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
         """Cross-attention of every decoder layer and head: (B, layers, heads, T, S)."""
         _, weights = self._decode(tgt_in, self.encode(src, src_lengths), all_layers=True)
-        return torch.stack(weights, dim=1)
+        return torch.stack(cast(list[Tensor], weights), dim=1)  # all_layers: none is None
 
     def alignment_heads(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
         """Every head of the alignment layer's cross-attention: (B, heads, T, S)."""
@@ -151,7 +167,7 @@ class Transformer(nn.Module):
         """
         y = self._embed(self.tgt_embed, prev_tokens.unsqueeze(1), start=state.step)  # (B, 1, d)
         keys, values, alignment = [], [], None
-        for i, layer in enumerate(self.decoder_layers):
+        for i, layer in enumerate(self._decoders):
             aligning = i == self.alignment_layer
             y, k, v, w = layer.step(y, state.keys[i], state.values[i], memory.keys[i],
                                     memory.values[i], memory.mask, need_weights=aligning)
@@ -160,6 +176,7 @@ class Transformer(nn.Module):
             alignment = w if aligning else alignment
         logits = self.output_layer(self.decoder_norm(y[:, 0]))  # (B, V)
         new_state = TransformerState(keys, values, state.step + 1)
+        assert alignment is not None  # the alignment layer always hands back its weights
         return F.log_softmax(logits, dim=-1), new_state, alignment.mean(dim=1)[:, 0]  # (B, S)
 
 
@@ -172,7 +189,7 @@ def build_transformer(config: ModelConfig, src_vocab_size: int, tgt_vocab_size: 
                 nn.init.xavier_uniform_(param)
             else:
                 nn.init.zeros_(param)
-    std = config.d_model ** -0.5
+    std = config.transformer.d_model ** -0.5
     with torch.no_grad():
         for embedding in (model.src_embed, model.tgt_embed):
             nn.init.normal_(embedding.weight, std=std)

@@ -16,7 +16,7 @@ import torch
 from random_checkpoint import single_thread
 
 import nmt.align.guided
-from helpers import REPO
+from helpers import REPO, as_family
 from nmt.align.guided import LINKS, OFFSETS, GuidedAlignment, for_training, load_or_align
 from nmt.config.loader import load_config
 from nmt.data.batching import Example, collate
@@ -50,8 +50,9 @@ def test_the_loss_by_hand():
 def test_the_gradient_pulls_attention_to_the_links(smoke_config, architecture):
     """For a Transformer the loss trains its alignment layer's cross-attention, heads averaged."""
     torch.manual_seed(0)
-    model = build_model(replace(smoke_config.model, architecture=architecture, dropout=0.0,
-                                attention_dropout=0.0, activation_dropout=0.0), 12, 12)
+    no_dropout = ({"attention_dropout": 0.0, "activation_dropout": 0.0}
+                  if architecture == "transformer" else {})
+    model = build_model(as_family(smoke_config.model, architecture, dropout=0.0, **no_dropout), 12, 12)
     examples = [Example([4, 5, 6, 7], [8, 9, 10]), Example([5, 6, 7], [9, 11])]
     batch = collate(examples, [0, 1])
     links = [{(3, 0), (2, 1), (0, 2)}, {(2, 0), (0, 1)}]  # crossing: far from the first weights
@@ -174,6 +175,6 @@ def test_a_smoke_run_trains_with_eflomal_links(smoke_config):
 def test_no_attention_cannot_be_guided():
     with pytest.raises(NMTError, match="training.guided_alignment"):
         load_config(REPO / "configs" / "smoke.yaml",
-                    ["model.attention=none", "training.guided_alignment=0.05"])
+                    ["model.rnn.attention=none", "training.guided_alignment=0.05"])
     with pytest.raises(NMTError, match="training.guided_alignment"):
         load_config(REPO / "configs" / "smoke.yaml", ["training.guided_alignment=-1"])

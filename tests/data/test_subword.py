@@ -31,7 +31,7 @@ from nmt.errors import NMTError
 from nmt.io import read_lines
 from nmt.data.prepare import prepare
 
-from helpers import REPO
+from helpers import REPO, as_family
 
 
 def with_data(config, **changes):
@@ -155,8 +155,7 @@ def test_smoke_bpe_prepares_trains_evaluates_and_translates_in_whole_words(smoke
     from nmt.decoding.translator import Translator
 
     config = with_data(smoke_config, subword="bpe")
-    config = dataclasses.replace(config, model=dataclasses.replace(config.model,
-                                                                   architecture=architecture))
+    config = dataclasses.replace(config, model=as_family(config.model, architecture))
     config = dataclasses.replace(config, training=dataclasses.replace(  # half the smoke steps
         config.training, max_steps=20, checkpoint_every=20))
     shown = []

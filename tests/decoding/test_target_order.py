@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers import as_family
 from random_checkpoint import SRC_WORDS, TGT_WORDS, single_thread, write_random_checkpoint
 
 from nmt.align.forced import forced_attention
@@ -38,7 +39,7 @@ def _one_thread():
 
 
 def right_to_left(config: Config, **model) -> Config:
-    return replace(config, model=replace(config.model, target_order="right_to_left", **model))
+    return replace(config, model=as_family(config.model, target_order="right_to_left", **model))
 
 
 def test_reversal_helpers():
@@ -76,8 +77,9 @@ def test_training_and_dev_targets_of_a_right_to_left_model_are_reversed(smoke_co
 def _overfit_right_to_left(smoke: Config, architecture: str) -> tuple[Translator, list, list]:
     """A tiny right_to_left model that learned PAIRS by heart, its Translator, and the pairs' ids
     (targets in reading order)."""
-    config = right_to_left(smoke, architecture=architecture, dropout=0.0, attention_dropout=0.0,
-                           activation_dropout=0.0)
+    no_dropout = ({"attention_dropout": 0.0, "activation_dropout": 0.0}
+                  if architecture == "transformer" else {})
+    config = right_to_left(smoke, architecture=architecture, dropout=0.0, **no_dropout)
     src_vocab, tgt_vocab = Vocab(SPECIALS + SRC_WORDS), Vocab(SPECIALS + TGT_WORDS)
     torch.manual_seed(0)
     model = build_model(config.model, len(src_vocab), len(tgt_vocab))

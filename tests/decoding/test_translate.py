@@ -13,7 +13,7 @@ import pytest
 import torch
 from random_checkpoint import single_thread, write_random_checkpoint
 
-from helpers import REPO
+from helpers import REPO, as_family
 from nmt.config.schema import Config
 from nmt.decoding.translate import translate_token_ids
 from nmt.decoding.translator import Translator
@@ -110,7 +110,7 @@ def test_missing_corrupt_and_incompatible_checkpoints(tmp_path, smoke, checkpoin
         Translator.from_checkpoint(foreign)
     # Weights of one size, a config that describes another.
     state = torch.load(checkpoint, weights_only=True)
-    state["config"]["model"]["decoder_hidden"] = 48
+    state["config"]["model"]["rnn"]["decoder_hidden"] = 48
     mismatched = tmp_path / "mismatched.pt"
     torch.save(state, mismatched)
     with pytest.raises(NMTError, match="do not fit"):
@@ -122,7 +122,7 @@ def test_missing_corrupt_and_incompatible_checkpoints(tmp_path, smoke, checkpoin
 
 
 def test_replace_unk_needs_attention(tmp_path, smoke):
-    plain = replace(smoke, model=replace(smoke.model, attention="none"))
+    plain = replace(smoke, model=as_family(smoke.model, attention="none"))
     path = write_random_checkpoint(tmp_path / "plain.pt", plain)
     with pytest.raises(NMTError, match="replace_unk"):
         Translator.from_checkpoint(path, search=replace(plain.search, replace_unk=True))

@@ -4,13 +4,19 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from nmt.config.schema import ModelConfig
+from nmt.config.schema import ModelConfig, RNNConfig
 from nmt.data.batching import Example, collate
 from nmt.data.vocab import PAD_ID
 from nmt.model import build_model
 
 ATTENTIONS = ["additive", "dot", "general", "scaled_dot", "none"]
 SMALL = dict(embed_size=16, encoder_hidden=12, decoder_hidden=24, attention_size=10, readout_size=16)
+
+
+def small(dropout: float = 0.2, tie_embeddings: bool = False, **rnn) -> ModelConfig:
+    """A small recurrent model: SMALL's sizes with `rnn` (model.rnn keys) laid over them."""
+    return ModelConfig(dropout=dropout, tie_embeddings=tie_embeddings,
+                       rnn=RNNConfig(**{**SMALL, **rnn}))
 
 
 def _batch():
@@ -23,7 +29,7 @@ def _batch():
 @pytest.mark.parametrize("rnn", ["gru", "lstm"])
 def test_forward_shapes_and_masked_weights(attention, rnn):
     torch.manual_seed(0)
-    model = build_model(ModelConfig(rnn=rnn, attention=attention, **SMALL), 20, 15).eval()
+    model = build_model(small(cell=rnn, attention=attention), 20, 15).eval()
     batch = _batch()
     logits, weights = model(batch.src, batch.src_lengths, batch.tgt_in)
     B, T = batch.tgt_in.shape
@@ -44,8 +50,8 @@ def test_forward_shapes_and_masked_weights(attention, rnn):
 def test_decode_step_matches_teacher_forcing(attention, query, input_feeding, rnn):
     """Search decodes with decode_step; training with forward: they must be the same model."""
     torch.manual_seed(0)
-    config = ModelConfig(attention=attention, attention_query=query, input_feeding=input_feeding,
-                         rnn=rnn, **SMALL)
+    config = small(attention=attention, attention_query=query, input_feeding=input_feeding,
+                   cell=rnn)
     model = build_model(config, 20, 15).eval()
     batch = _batch()
     logits, weights = model(batch.src, batch.src_lengths, batch.tgt_in)
@@ -62,8 +68,8 @@ def test_decode_step_matches_teacher_forcing(attention, query, input_feeding, rn
 def test_all_steps_at_once_train_like_one_step_at_a_time(rnn):
     """Luong's order without input feeding runs the decoder RNN over all positions in one call:
     the loss and every gradient are those of the step-by-step loop it replaces."""
-    config = ModelConfig(attention="additive", attention_query="current", input_feeding=False,
-                         rnn=rnn, dropout=0.0, **SMALL)
+    config = small(attention="additive", attention_query="current", input_feeding=False,
+                   cell=rnn, dropout=0.0)
     torch.manual_seed(0)
     model = build_model(config, 20, 15).train()
     batch = _batch()
@@ -84,7 +90,7 @@ def test_all_steps_at_once_train_like_one_step_at_a_time(rnn):
 
 
 def test_keys_are_projected_once_per_sentence(monkeypatch):
-    model = build_model(ModelConfig(attention="additive", **SMALL), 20, 15)
+    model = build_model(small(attention="additive"), 20, 15)
     calls = []
     original = model.decoder.attention.project_keys
     monkeypatch.setattr(model.decoder.attention, "project_keys",
@@ -95,17 +101,16 @@ def test_keys_are_projected_once_per_sentence(monkeypatch):
 
 
 def test_tied_embeddings_share_one_matrix():
-    config = ModelConfig(tie_embeddings=True, **{**SMALL, "readout_size": 16})
+    config = small(tie_embeddings=True, readout_size=16)
     model = build_model(config, 20, 15)
     assert model.output_layer.weight is model.tgt_embed.weight
 
 
 def test_tied_embeddings_start_with_small_logits():
-    """Embeddings start N(0, 1); as the output layer that gave logits of ~±10 at 512 wide and a
-    run that had not recovered after 750 steps (dev perplexity 305, against 13 untied)."""
+    """Embeddings start N(0, 1); as the output layer that gives logits of ~±10 at 512 wide, from
+    which a tied run had not recovered hundreds of steps later."""
     torch.manual_seed(0)
-    width = {**SMALL, "embed_size": 256, "readout_size": 256}
-    model = build_model(ModelConfig(tie_embeddings=True, **width), 20, 300).eval()
+    model = build_model(small(tie_embeddings=True, embed_size=256, readout_size=256), 20, 300).eval()
     batch = _batch()
     logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
     assert logits.std() < 1.0
@@ -117,7 +122,7 @@ def test_a_tiny_model_overfits_a_handful_of_pairs(attention):
     examples = [Example([5, 6, 7], [4, 5, 6]), Example([8, 9], [7, 8]),
                 Example([10, 11, 12, 13], [9, 10, 11, 12]), Example([6, 5], [13, 4])]
     batch = collate(examples, [0, 1, 2, 3])
-    model = build_model(ModelConfig(attention=attention, dropout=0.0, **SMALL), 16, 16)
+    model = build_model(small(attention=attention, dropout=0.0), 16, 16)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
     for _ in range(150):
         logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
@@ -139,8 +144,8 @@ def test_the_query_order_decides_what_the_first_step_attends_with():
     weights = {}
     for query in ("previous", "current"):
         torch.manual_seed(0)
-        model = build_model(ModelConfig(attention="dot", attention_query=query,
-                                        **{**SMALL, "decoder_hidden": 24}), 20, 15).eval()
+        model = build_model(small(attention="dot", attention_query=query, decoder_hidden=24),
+                            20, 15).eval()
         memory = model.encode(batch.src, batch.src_lengths)
         state = model.init_state(memory)
         expected_query = state.hidden if query == "previous" else None

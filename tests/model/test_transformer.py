@@ -13,8 +13,8 @@ import torch.nn.functional as F
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from nmt.checkpoints.file import load_checkpoint
-from nmt.config.schema import ModelConfig
-from nmt.config.loader import build_config
+from nmt.config.schema import ModelConfig, RNNConfig, TransformerConfig
+from nmt.config.loader import build_config, load_config
 from nmt.data.batching import Example, collate
 from nmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from nmt.errors import NMTError
@@ -24,10 +24,11 @@ from nmt.decoding.search import beam_search, greedy_search, replace_unknowns
 from nmt.decoding.streaming import translate_stream
 from nmt.training.loop import train
 from nmt.decoding.translator import Translator
+from helpers import REPO
 from random_checkpoint import GrowingEos, single_thread, write_random_checkpoint
 
-TINY = dict(architecture="transformer", encoder_layers=2, decoder_layers=2, d_model=16, heads=2,
-            ff_size=32, dropout=0.1, attention_dropout=0.1, activation_dropout=0.1)
+TINY = dict(encoder_layers=2, decoder_layers=2, d_model=16, heads=2, ff_size=32,
+            attention_dropout=0.1, activation_dropout=0.1)
 
 
 @pytest.fixture(autouse=True)
@@ -36,9 +37,15 @@ def _one_thread():
         yield
 
 
+def tiny_config(dropout: float = 0.1, tie_embeddings: bool = False, **changes) -> ModelConfig:
+    """TINY with `changes` (model.transformer keys) laid over it."""
+    return ModelConfig(architecture="transformer", dropout=dropout, tie_embeddings=tie_embeddings,
+                       transformer=TransformerConfig(**{**TINY, **changes}))
+
+
 def tiny(**changes) -> torch.nn.Module:
     torch.manual_seed(0)
-    return build_model(ModelConfig(**{**TINY, **changes}), 20, 15).eval()
+    return build_model(tiny_config(**changes), 20, 15).eval()
 
 
 def _batch():
@@ -111,7 +118,7 @@ def _random_sources(seed: int = 1):
 def test_beam_size_1_is_exactly_greedy():
     model = GrowingEos(_sharp_model())
     src, lengths = _random_sources()
-    greedy = greedy_search(model, src, lengths, 2.0, 1.0)
+    greedy = greedy_search(model, src, lengths, alpha=1.0, max_length_ratio=2.0)
     beam = beam_search(model, src, lengths, beam_size=1, alpha=1.0)
     assert len({len(g[0].tokens) for g in greedy}) > 2  # varied lengths
     for g, b in zip(greedy, beam):
@@ -156,9 +163,9 @@ def test_a_tiny_transformer_overfits_a_handful_of_pairs():
     examples = [Example([5, 6, 7], [4, 5, 6]), Example([8, 9], [7, 8]),
                 Example([10, 11, 12, 13], [9, 10, 11, 12]), Example([6, 5], [13, 4])]
     batch = collate(examples, [0, 1, 2, 3])
-    model = build_model(ModelConfig(**{**TINY, "encoder_layers": 1, "decoder_layers": 1,
-                                       "dropout": 0.0, "attention_dropout": 0.0,
-                                       "activation_dropout": 0.0, "tie_embeddings": True}), 16, 16)
+    model = build_model(tiny_config(encoder_layers=1, decoder_layers=1, dropout=0.0,
+                                    attention_dropout=0.0, activation_dropout=0.0,
+                                    tie_embeddings=True), 16, 16)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
     for _ in range(60):
         logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
@@ -173,8 +180,8 @@ def test_a_tiny_transformer_overfits_a_handful_of_pairs():
 
 def test_the_rnn_offers_its_attention_in_the_same_shape():
     torch.manual_seed(0)
-    rnn = build_model(ModelConfig(embed_size=8, encoder_hidden=8, decoder_hidden=16,
-                                  attention_size=8, readout_size=8), 20, 15).eval()
+    rnn = build_model(ModelConfig(rnn=RNNConfig(embed_size=8, encoder_hidden=8, decoder_hidden=16,
+                                                attention_size=8, readout_size=8)), 20, 15).eval()
     batch = _batch()
     _, weights = rnn(batch.src, batch.src_lengths, batch.tgt_in)
     heads = rnn.attention_heads(batch.src, batch.src_lengths, batch.tgt_in)
@@ -182,7 +189,7 @@ def test_the_rnn_offers_its_attention_in_the_same_shape():
 
 
 def _transformer_smoke(smoke_config, **training):
-    config = replace(smoke_config, model=replace(smoke_config.model, architecture="transformer"))
+    config = replace(smoke_config, model=load_config(REPO / "configs" / "smoke_transformer.yaml").model)
     return replace(config, training=replace(config.training, **training))
 
 
@@ -238,25 +245,27 @@ def test_a_checkpoint_of_the_other_family_is_a_clear_error(smoke_config, tmp_pat
 
 
 @pytest.mark.parametrize("model,message", [
-    ({"d_model": 30, "heads": 4}, "multiple of model.heads"),
+    ({"d_model": 30, "heads": 4}, "multiple of model.transformer.heads"),
     ({"d_model": 9, "heads": 3}, "must be even"),
     ({"decoder_layers": 2, "alignment_layer": 2}, "alignment_layer = 2 names no layer"),
-    ({"norm": "middle"}, "model.norm"),
-    ({"positions": "rotary"}, "model.positions"),
-    ({"attention_dropout": 1.5}, "model.attention_dropout"),
+    ({"norm": "middle"}, "model.transformer.norm"),
+    ({"positions": "rotary"}, "model.transformer.positions"),
+    ({"attention_dropout": 1.5}, "model.transformer.attention_dropout"),
 ])
 def test_transformer_keys_are_checked(model, message):
     with pytest.raises(NMTError, match=message):
-        build_config({"model": {"architecture": "transformer", **model}})
+        build_config({"model": {"architecture": "transformer", "transformer": model}})
 
 
-def test_keys_of_the_other_family_are_ignored():
-    # dot attention with mismatched RNN sizes is an error for the RNN, not for the Transformer
-    rnn_only = {"attention": "dot", "decoder_hidden": 100, "tie_embeddings": True}
-    with pytest.raises(NMTError):
-        build_config({"model": rnn_only})
-    config = build_config({"model": {"architecture": "transformer", **rnn_only}})
+def test_keys_of_the_other_family_are_errors():
+    # dot attention with mismatched RNN sizes is an error for the RNN; for a Transformer, any
+    # model.rnn key is (tests/test_config_families.py)
+    rnn_only = {"attention": "dot", "decoder_hidden": 100}
+    with pytest.raises(NMTError, match="must equal"):
+        build_config({"model": {"rnn": rnn_only}})
+    with pytest.raises(NMTError, match="belongs to the rnn family"):
+        build_config({"model": {"architecture": "transformer", "rnn": rnn_only}})
+    config = build_config({"model": {"architecture": "transformer", "tie_embeddings": True}})
     assert has_alignment(config.model)
-    assert build_config({"model": {"d_model": 30, "heads": 4}}).model.architecture == "rnn"
     with pytest.raises(NMTError, match="adam_betas"):
         build_config({"training": {"adam_betas": [0.9, 1.5]}})
