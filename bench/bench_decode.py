@@ -11,8 +11,8 @@ Times three parts separately: segmentation + vocabulary lookup, the search itsel
 detokenization. `--random-init` measures a model of the config's size with fresh weights when no
 trained checkpoint exists yet: such a model rarely produces </s>, so its outputs run to the
 length limit (2x the source + 10) and its sentences/s are pessimistic; tokens/s compare better.
-`--steer-length 1.15` makes such a model end near 1.15x the source length, the test set's
-ratio (references average 7.5 tokens, sources 6.5): the cost of a trained model, roughly.
+`--steer-length 1.15` makes such a model end near 1.15x the source length, about the ratio of
+references to sources in this corpus's tokens: the cost of a trained model, roughly.
 """
 
 from __future__ import annotations

@@ -51,8 +51,8 @@ def keep_freed_memory() -> None:
     """Ask glibc to reuse freed memory instead of returning it to the OS at once.
 
     Training frees and reallocates the same large activations (the (B·T, V) logits) every step;
-    by default glibc unmaps each of them and the next step pays page faults to map them again.
-    Measured on a 2-core CPU: a whole training step ~25% faster (bench/bench_train.py).
+    by default glibc unmaps each of them and the next step pays page faults to map them again
+    (bench/bench_train.py measures a step with and without).
     """
     if not sys.platform.startswith("linux"):
         return

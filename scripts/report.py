@@ -1,5 +1,6 @@
 """Print one table of every experiment under runs/: architecture, attention and its query order,
-subword units, size, steps, training time, dev BLEU, test BLEU, chrF and AER, all read from the
+subword units, size, steps, training time, dev BLEU, test BLEU with its 95% bootstrap interval,
+the length ratio (and, below the table, per source-length bucket), chrF and AER, all read from the
 files training and evaluation wrote (see nmt/evaluation/report.py). Averages of checkpoints and ensembles,
 evaluated into results.<label>.json, get rows of their own.
 
@@ -7,30 +8,43 @@ evaluated into results.<label>.json, get rows of their own.
     python scripts/report.py --markdown      # a Markdown table, signatures below
     python scripts/report.py --commands      # and the commands that made each run
     python scripts/report.py --curves        # and each run's dev BLEU against (CPU) minutes
-    python scripts/report.py --docs docs/results.md   # rewrite that page's tables (make docs)
+    python scripts/report.py --docs docs/results.md --readme README.md --alignment docs/alignment.md
+        # make docs: merge the runs into docs/results.jsonl, then rewrite the pages' tables from it
 """
 
 import argparse
 
 from nmt.cli import run_cli
 from nmt.evaluation.curves import format_curves
+from nmt.evaluation.length import format_buckets
 from nmt.evaluation.report import collect_runs, format_commands, format_markdown, format_table
-from nmt.evaluation.results_page import update_results_page
+from nmt.evaluation.ledger import LEDGER
+from nmt.evaluation.results_page import update_docs
+
+
+def format_length_rows(rows: list[dict]) -> str:
+    """One line per scored row whose results hold length buckets (make eval writes them)."""
+    return "\n".join(f"{row['run']}: {format_buckets(row['length_buckets'])}"
+                     for row in rows if row.get("length_buckets"))
 
 
 def main(args: argparse.Namespace) -> None:
     rows = collect_runs(args.runs)
     if args.docs:
-        if update_results_page(args.docs, rows):
-            print(f"{args.docs}: tables of {len(rows)} runs written")
-        else:
-            print(f"no run with a train_summary.json under {args.runs}/: nothing to write, "
-                  f"{args.docs} left as it was")
+        count = update_docs(args.ledger, rows, args.runs, args.docs, args.readme, args.alignment)
+        pages = ", ".join(page for page in (args.docs, args.readme, args.alignment) if page)
+        print(f"{args.ledger}: {count} rows ({len(rows)} from {args.runs}/); tables of {pages} "
+              f"written from it")
         return
     if not rows:
         print(f"no runs under {args.runs}/ yet: `make train`, then `make eval`")
         return
     print(format_markdown(rows) if args.markdown else format_table(rows))
+    by_length = format_length_rows(rows)
+    if by_length:
+        print()
+        print("BLEU and length ratio by source length (characters; sentences in brackets):")
+        print(by_length)
     if args.commands:
         print()
         print(format_commands(args.runs, rows))
@@ -50,5 +64,12 @@ if __name__ == "__main__":
     parser.add_argument("--curves", action="store_true",
                         help="also print each run's dev BLEU at every validation, with its minutes")
     parser.add_argument("--docs", metavar="PAGE",
-                        help="rewrite the generated tables of PAGE (docs/results.md), one per machine")
+                        help="merge the runs into the ledger, then rewrite the generated tables "
+                             "of PAGE (docs/results.md) from it, one per machine")
+    parser.add_argument("--ledger", default=LEDGER,
+                        help=f"the committed file of every measured row (default: {LEDGER})")
+    parser.add_argument("--readme", metavar="PAGE",
+                        help="with --docs: also rewrite PAGE's (README.md's) table of recipes")
+    parser.add_argument("--alignment", metavar="PAGE",
+                        help="with --docs: also rewrite PAGE's (docs/alignment.md's) AER tables")
     run_cli(main, parser)

@@ -2,9 +2,9 @@
 batches (search.workers).
 
 A search step is many small operations, and a second thread inside each of them keeps the second
-core only partly busy; two processes of one thread, each searching its own batches, decoded the
-test split 1.11–1.39× faster for one model and 1.18–1.29× for the default's two-member ensemble
-(AMD EPYC, 2 cores, float32; docs/training.md). Marian decodes on CPUs the same way
+core only partly busy; two processes of one thread, each searching its own batches, decode
+faster (`bench/bench_decode.py` and `bench/bench_ensemble.py` measure it). Marian decodes on CPUs
+the same way
 (--cpu-threads: one worker per thread, each with its own batches).
 
 The workers are forked from the process that loaded the model: they start in milliseconds and

@@ -5,7 +5,8 @@ Every figure comes from a file a stage wrote, never from a hand-kept list:
   best dev BLEU; for a run still training or stopped early, the best (or last) checkpoint's
   progress and config instead;
 - `config.yaml` (training, at the start): attention, the attention query order, subword units;
-- `results.json` (evaluate, on the run's own best/last checkpoint): test BLEU and chrF, with the
+- `results.json` (evaluate, on the run's own best/last checkpoint): test BLEU with its 95%
+  bootstrap interval, the length ratio (and per source-length bucket) and chrF, with the
   sacrebleu signature; `results.<label>.json` (evaluate, on an average of checkpoints, an
   ensemble or another checkpoint) each give a row of their own, "run (label)";
 - `alignment.json` (alignment evaluation, if any): the AER of the attention's argmax links (a
@@ -30,6 +31,7 @@ from pathlib import Path
 import yaml
 
 from nmt.align.stage import evaluation_key
+from nmt.config.migrate import model_in_sections
 from nmt.model import attention_name
 
 log = logging.getLogger(__name__)
@@ -38,7 +40,8 @@ COLUMNS = [("name", "run"), ("architecture", "architecture"), ("attention", "att
            ("query", "query order"), ("subword", "subword"), ("parameters", "params"),
            ("step", "steps"), ("train_seconds", "train time"), ("cpu_seconds", "CPU time"),
            ("dev_bleu", "dev BLEU"),
-           ("test_bleu", "test BLEU"), ("chrf", "chrF"), ("aer", "AER"),
+           ("test_bleu", "test BLEU"), ("bleu_ci", "± 95%"), ("length_ratio", "len. ratio"),
+           ("chrf", "chrF"), ("aer", "AER"),
            ("aer_posterior", "AER post.")]
 # The two extractions of alignment.json's "evaluations" the report shows (nmt/align/stage.py)
 ATTENTION_KEY = evaluation_key({"weights": "attention", "method": "argmax"})
@@ -104,14 +107,15 @@ def _from_checkpoint(run: Path) -> tuple[dict, dict | None]:
 
 def _describe(row: dict, summary: dict | None, config: dict | None) -> None:
     """Architecture, attention, query order and subword units, from the summary or the config."""
-    model = (config or {}).get("model") or {}
+    model = model_in_sections((config or {}).get("model") or {})  # an older flat one too
     data = (config or {}).get("data") or {}
     known = summary is not None or config is not None
     row["architecture"] = ((summary or {}).get("architecture") or model.get("architecture")
                            or ("rnn" if known else None))
     row["attention"] = (summary or {}).get("attention") or attention_name(model)
     if row["architecture"] == "rnn":  # the query order is a property of the RNN decoder
-        row["query"] = model.get("attention_query") or ("previous" if config else None)
+        row["query"] = ((model.get("rnn") or {}).get("attention_query")
+                        or ("previous" if config else None))
     row["subword"] = data.get("subword") or ("none" if config else None)
 
 
@@ -128,6 +132,9 @@ def _scores(row: dict, results: dict) -> None:
     split = results.get("split", "test")
     bleu = results.get("bleu")
     row["test_bleu"] = bleu if split == "test" or bleu is None else f"{bleu:.2f} ({split})"
+    row["bleu_ci"] = results.get("bleu_ci")  # half the 95% bootstrap interval
+    row["length_ratio"] = results.get("length_ratio")  # output words ÷ reference words
+    row["length_buckets"] = results.get("length_buckets")  # not a column: report --lengths
     row["chrf"] = results.get("chrf")
 
 
@@ -161,6 +168,7 @@ def _run_row(run: Path) -> tuple[dict, dict | None] | None:
         row["chrf_signature"] = results.get("chrf_signature")
     if alignment is not None:  # alignment error rate on the gold links, in points like BLEU
         row["aer"], row["aer_posterior"] = _aer_points(alignment)
+        row["alignment"] = _aer_by_extraction(alignment)
         if alignment.get("aligner") == "eflomal":  # a statistical aligner's own row
             row["attention"] = row["attention"] or "eflomal"
     return row, config
@@ -179,6 +187,14 @@ def _aer_points(alignment: dict) -> tuple[float | None, float | None]:
     if alignment.get("aligner") == "eflomal":
         return points(evaluations.get(evaluation_key(alignment))), None
     return points(evaluations.get(ATTENTION_KEY)), points(evaluations.get(POSTERIOR_KEY))
+
+
+def _aer_by_extraction(alignment: dict) -> dict[str, float]:
+    """Every extraction alignment.json scored ("attention argmax", ...), its AER in points."""
+    evaluations = alignment.get("evaluations")
+    return {key: round(100 * entry["aer"], 2) for key, entry in sorted(evaluations.items())
+            if isinstance(entry, dict) and isinstance(entry.get("aer"), (int, float))
+            } if isinstance(evaluations, dict) else {}
 
 
 def _labelled_rows(run: Path, own: dict, by_name: dict[str, dict]) -> list[dict]:
@@ -267,7 +283,7 @@ def collect_runs(runs_dir: str | Path) -> list[dict]:
     return rows
 
 
-def _cell(key: str, value) -> str:
+def format_cell(key: str, value) -> str:
     if value is None:
         return "-"
     if key == "parameters":
@@ -276,6 +292,8 @@ def _cell(key: str, value) -> str:
         minutes, seconds = divmod(round(value), 60)
         hours, minutes = divmod(minutes, 60)
         return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
+    if key == "length_ratio":
+        return f"{value:.3f}"
     if isinstance(value, float):
         return f"{value:.2f}"
     return str(value)
@@ -283,7 +301,7 @@ def _cell(key: str, value) -> str:
 
 def format_table(rows: list[dict]) -> str:
     """A plain-text table, one line per row; numbers right-aligned."""
-    cells = [[title for _, title in COLUMNS]] + [[_cell(k, row.get(k)) for k, _ in COLUMNS]
+    cells = [[title for _, title in COLUMNS]] + [[format_cell(k, row.get(k)) for k, _ in COLUMNS]
                                                  for row in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
     lines = []
@@ -301,7 +319,7 @@ def format_markdown(rows: list[dict]) -> str:
     lines = ["| " + " | ".join(title for _, title in COLUMNS) + " |",
              "|" + "|".join("---" if i < TEXT_COLUMNS else "---:" for i in range(len(COLUMNS))) + "|"]
     for row in rows:
-        lines.append("| " + " | ".join(_cell(k, row.get(k)).replace("|", "\\|")
+        lines.append("| " + " | ".join(format_cell(k, row.get(k)).replace("|", "\\|")
                                        for k, _ in COLUMNS) + " |")
     for key, metric in (("signature", "BLEU"), ("chrf_signature", "chrF")):
         signatures: dict[str, list[str]] = {}

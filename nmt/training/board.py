@@ -25,7 +25,7 @@ class Board:
         with `heads` (per example (H, T, S) or None) also a grid of every head."""
         if not self.writer:
             return
-        from nmt.plot import attention_figure, figure_to_array, heads_figure  # matplotlib: ~0.6 s
+        from nmt.plot import attention_figure, figure_to_array, heads_figure  # matplotlib loads slowly
 
         for i, (src, hyp, ref) in enumerate(zip(sources, hypotheses, references)):
             text = f"**source:** {' '.join(src)}  \n**output:** {hyp}  \n**reference:** {ref}"
@@ -47,7 +47,7 @@ class Board:
         "posterior" for the posterior alignment of the same pair (its own image tag)."""
         if not self.writer:
             return
-        from nmt.plot import attention_figure, figure_to_array  # matplotlib: ~0.6 s
+        from nmt.plot import attention_figure, figure_to_array  # matplotlib loads slowly
 
         figure = attention_figure(weights, src, tgt, f"reference, {kind}; gold: solid Sure, "
                                   f"dashed Possible", gold=sure, possible=possible)

@@ -3,11 +3,10 @@
 After every optimizer step, averaged = decay · averaged + (1 − decay) · weights. Adam's weights
 hop around the optimum from one batch to the next; their running mean sits closer to it, with a
 lower dev loss and a steadier dev score (Polyak averaging; Marian's exponential smoothing,
-fairseq's EMA; docs/training.md has the figures). Training never reads it.
+fairseq's EMA; its runs are rows of docs/results.md). Training never reads it.
 
 The average is updated every `every` steps with decay**every: nearly the same average, at a
-quarter of the cost when every=4 (an update reads and writes every weight: ~12 ms for 7.8M on
-one core).
+quarter of the cost when every=4 (an update reads and writes every weight).
 The decay warms up as min(decay, (1 + n) / (10 + n)) after n updates, so the average forgets the
 random initial weights within the first few hundred steps instead of thousands.
 """

@@ -10,8 +10,8 @@ from nmt.config.schema import TrainingConfig
 
 def build_optimizer(model: nn.Module, config: TrainingConfig) -> torch.optim.Optimizer:
     kind = torch.optim.AdamW if config.optimizer == "adamw" else torch.optim.Adam
-    # The fused kernel updates all parameters in one pass: on a 2-core CPU the default
-    # per-parameter loop took ~300 ms a step for this model, the fused one ~6 ms.
+    # The fused kernel updates all parameters in one pass instead of a Python loop over them,
+    # which on a small CPU costs far more than the update itself.
     return kind(model.parameters(), lr=config.lr, betas=tuple(config.adam_betas),
                 weight_decay=config.weight_decay, fused=True)
 

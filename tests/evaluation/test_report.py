@@ -125,10 +125,10 @@ def test_plain_and_markdown_tables(tmp_path):
     table = format_table(rows).splitlines()
     assert table[0].split()[:4] == ["run", "architecture", "attention", "query"]
     assert table[2].split() == ["bahdanau", "rnn", "additive", "previous", "none", "9.7M", "5744",
-                                "30m06s", "58m20s", "21.94", "24.41", "40.15", "-", "-"]
+                                "30m06s", "58m20s", "21.94", "24.41", "-", "-", "40.15", "-", "-"]
     markdown = format_markdown(rows).splitlines()
     assert markdown[0].startswith("| run | architecture |") and markdown[1].startswith("|---|")
-    assert "| luong (ensemble) | rnn | additive | current | none | 16.7M | - | 50m06s | 1h15m | - | 27.25 |" in markdown[5]
+    assert "| luong (ensemble) | rnn | additive | current | none | 16.7M | - | 50m06s | 1h15m | - | 27.25 | - | - |" in markdown[5]
     assert markdown[-3:] == [f"BLEU: sacrebleu `{SIGNATURE}`", "",
                              f"chrF: sacrebleu `{CHRF_SIGNATURE}`"]
     assert sum(SIGNATURE in line for line in markdown) == 1  # once, below the table
@@ -176,7 +176,7 @@ def test_curves_pair_dev_bleu_with_minutes_from_the_events(tmp_path):
 
 
 def test_results_page_gets_one_table_per_machine_between_its_markers(tmp_path):
-    from nmt.evaluation.results_page import BEGIN, END, update_results_page
+    from nmt.evaluation.results_page import BEGIN, END, update_docs
 
     runs = tmp_path / "runs"
     for name, cpu, dtype in (("amd", "AMD EPYC", "float32"), ("intel", "Intel Xeon", "bfloat16"),
@@ -184,26 +184,36 @@ def test_results_page_gets_one_table_per_machine_between_its_markers(tmp_path):
         _write(runs / name / "train_summary.json", {"attention": "additive", "step": 10,
                                                      "cpu": cpu, "threads": 2, "dtype": dtype})
         _write(runs / name / "results.json", _results(20.0, 40.0))
-    _write(runs / "old" / "train_summary.json", {"attention": "additive", "step": 10})
+    _write(runs / "eflomal-char" / "alignment.json", {"aer": 0.15})  # an aligner: no machine
+    _write(runs / "copied" / "results.json", _results(20.0, 40.0))  # half-copied: left out
     page = tmp_path / "results.md"
     page.write_text(f"# Results\n\nintro\n\n{BEGIN}\nstale table\n{END}\n\n## Earlier\n\nkept\n")
-    assert update_results_page(page, collect_runs(runs))
+    assert update_docs(tmp_path / "results.jsonl", collect_runs(runs), runs, page) == 4
     text = page.read_text()
     assert text.startswith("# Results\n\nintro\n\n") and text.endswith(f"{END}\n\n## Earlier\n\nkept\n")
-    assert "stale table" not in text
-    assert "### AMD EPYC, 2 threads, float32" in text and "### machine not recorded" in text
+    assert "stale table" not in text and "| copied |" not in text
+    assert "### AMD EPYC, 2 threads, float32" in text
+    assert text.index("### Intel Xeon") < text.index("### machine not recorded")  # unrecorded last
     intel = text.split("### Intel Xeon, 2 threads, bfloat16")[1].split("###")[0]
     assert "| intel |" in intel and "| intel2 |" in intel and "| amd |" not in intel
+    assert "| eflomal-char |" in text.split("### machine not recorded")[1]
 
 
-def test_results_page_is_left_alone_without_runs(tmp_path):
-    from nmt.evaluation.results_page import update_results_page
-
-    page = tmp_path / "results.md"
-    page.write_text("hand-written\n")
-    assert not update_results_page(page, collect_runs(tmp_path / "no_runs"))
-    _write(tmp_path / "runs" / "eflomal-char" / "alignment.json", {"aer": 0.15})  # no training
-    _write(tmp_path / "runs" / "copied" / "results.json", _results(20.0, 40.0))
-    assert len(collect_runs(tmp_path / "runs")) == 2
-    assert not update_results_page(page, collect_runs(tmp_path / "runs"))
-    assert page.read_text() == "hand-written\n"
+def test_interval_length_ratio_and_buckets_are_shown(tmp_path, monkeypatch, capsys):
+    make_runs(tmp_path)
+    buckets = [{"bucket": "1-6", "sentences": 3, "bleu": 40.0, "hyp_len": 9, "ref_len": 9,
+                "ratio": 1.0},
+               {"bucket": "16+", "sentences": 2, "bleu": 20.0, "hyp_len": 16, "ref_len": 20,
+                "ratio": 0.8}]
+    _write(tmp_path / "bahdanau" / "results.json",
+           _results(24.41, 40.15, bleu_ci=1.83, length_ratio=0.9345, length_buckets=buckets))
+    row = next(row for row in collect_runs(tmp_path) if row["run"] == "bahdanau")
+    assert (row["bleu_ci"], row["length_ratio"]) == (1.83, 0.9345)
+    line = next(line for line in format_table(collect_runs(tmp_path)).splitlines()
+                if line.startswith("bahdanau "))
+    assert "24.41" in line and "1.83" in line and "0.934" in line
+    script = REPO / "scripts" / "report.py"
+    monkeypatch.setattr(sys, "argv", [str(script), "--runs", str(tmp_path)])
+    runpy.run_path(str(script), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "bahdanau: 1-6: BLEU 40.0, ratio 1.000 (3) | 16+: BLEU 20.0, ratio 0.800 (2)" in out
