@@ -21,13 +21,15 @@ WEIGHTS ?=
 METHOD  ?=
 PORT    ?= 6006
 SERVE_PORT ?= 8000
+A       ?=
+B       ?=
 
 VENV    := .venv
 PY      := $(VENV)/bin/python
 CORPUS  := data/raw/cmn-eng/cmn.txt
 RUNS    := runs
 
-.PHONY: setup data prepare train eval translate serve align align-eval report docs tensorboard lint test test-fast bench clean help
+.PHONY: setup data prepare train tune eval translate serve align align-eval report compare docs tensorboard lint test test-fast bench clean help
 
 help:
 	@sed -n '1,8p' Makefile
@@ -71,6 +73,11 @@ eval: train
 translate: setup
 	$(PY) scripts/translate.py $(CONFIG) $(ARGS) $(if $(INPUT),--input $(INPUT))
 
+# The search (length penalty, coverage, word reward, rerank weights) chosen on the dev split with
+# the trained models: runs/<name>/search.tuned.yaml, which eval, translate and serve then use
+tune: train
+	$(PY) scripts/tune.py $(CONFIG) $(ARGS)
+
 # A local web page on http://127.0.0.1:$(SERVE_PORT)/: translate, see the attention and the links
 serve: setup
 	$(PY) scripts/serve.py $(CONFIG) $(ARGS) --port $(SERVE_PORT)
@@ -78,6 +85,8 @@ serve: setup
 # Word alignment in Pharaoh format (INPUT: Chinese<TAB>English lines); align-eval scores the
 # gold links: runs/<name>/alignment.json, or runs/eflomal-char/ with ALIGNER=eflomal.
 # WEIGHTS=posterior METHOD=grow-diag-final-and: the best links of a recurrent model.
+# WEIGHTS=bidirectional [METHOD=product|mean|...]: with the reverse model eval.rerank names too
+# (or ARGS="--reverse PATH").
 ALIGN_OPTIONS = --aligner $(ALIGNER) $(if $(WEIGHTS),--weights $(WEIGHTS)) $(if $(METHOD),--method $(METHOD))
 align: setup
 	$(PY) scripts/align.py $(CONFIG) $(ARGS) $(ALIGN_OPTIONS) $(if $(INPUT),--input $(INPUT))
@@ -89,16 +98,23 @@ align-eval: prepare
 report: setup
 	$(PY) scripts/report.py --runs $(RUNS) $(ARGS)
 
-# docs/config.md from the config schema; docs/results.md's tables from the runs under runs/
+# Is run B better than run A on the same split? The paired bootstrap: difference, 95% interval, p
+compare: setup
+	$(PY) scripts/compare.py $(A) $(B)
+
+# docs/config.md from the config schema; the runs under runs/ merged into docs/results.jsonl, and
+# the tables of docs/results.md, README.md and docs/alignment.md written from it
 docs: setup
 	$(PY) scripts/config_docs.py > docs/config.md.tmp && mv docs/config.md.tmp docs/config.md
-	$(PY) scripts/report.py --runs $(RUNS) --docs docs/results.md
+	$(PY) scripts/report.py --runs $(RUNS) --docs docs/results.md --readme README.md \
+		--alignment docs/alignment.md
 
 tensorboard: setup
 	$(VENV)/bin/tensorboard --logdir $(RUNS) --port $(PORT)
 
 lint: setup
 	$(VENV)/bin/ruff check nmt scripts bench tests
+	$(VENV)/bin/mypy  # the files and settings: [tool.mypy] in pyproject.toml
 
 test: lint
 	$(PY) -m pytest tests

@@ -32,6 +32,8 @@ from nmt.config.schema import Config, differing_data_keys
 from nmt.data.prepare import load_prepared
 from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
+from nmt.evaluation.length import format_buckets, length_buckets
+from nmt.evaluation.significance import bleu_interval
 from nmt.io import atomic_write_json, atomic_write_lines, read_lines
 
 log = logging.getLogger(__name__)
@@ -66,7 +68,8 @@ def evaluate(config: Config, checkpoint: str | Path | list | None = None, prepar
     seconds = time.perf_counter() - start
     bar.close()
     # A lowercased model is scored case-blind.
-    results = score(hypotheses, references, lowercase=translator.config.data.lowercase)
+    results = score(hypotheses, references, lowercase=translator.config.data.lowercase,
+                    sources=sources)
     results.update(run_facts(config, translator, chosen, len(sources), seconds))
     return write_results(config, chosen.label, hypotheses, results)
 
@@ -86,19 +89,27 @@ def read_split(prepared, split: str) -> tuple[list[str], list[str]]:
     return sources, references
 
 
-def score(hypotheses: list[str], references: list[str], lowercase: bool = False) -> dict:
-    """BLEU and chrF with their sacrebleu signatures, so that anyone can reproduce them."""
+def score(hypotheses: list[str], references: list[str], lowercase: bool = False,
+          sources: list[str] | None = None) -> dict:
+    """BLEU (with its 95% bootstrap interval) and chrF with their sacrebleu signatures, so that
+    anyone can reproduce them; the length ratio and brevity penalty; and, given the `sources`,
+    BLEU and length ratio per source-length bucket (nmt/evaluation/length.py)."""
     bleu_metric, chrf_metric = sacrebleu.BLEU(lowercase=lowercase), sacrebleu.CHRF(lowercase=lowercase)
     bleu = bleu_metric.corpus_score(hypotheses, [references])
     chrf = chrf_metric.corpus_score(hypotheses, [references])
     return {
         "bleu": bleu.score,
+        "bleu_ci": round(bleu_interval(hypotheses, references, lowercase), 2),
         "chrf": chrf.score,
         "signature": str(bleu_metric.get_signature()),
         "chrf_signature": str(chrf_metric.get_signature()),
+        "length_ratio": round(bleu.sys_len / max(bleu.ref_len, 1), 4),
+        "brevity_penalty": round(bleu.bp, 4),
         "bleu_details": {"precisions": [round(p, 2) for p in bleu.precisions],
                          "brevity_penalty": round(bleu.bp, 4), "hyp_len": bleu.sys_len,
                          "ref_len": bleu.ref_len},
+        **({"length_buckets": length_buckets(sources, hypotheses, references, lowercase)}
+           if sources is not None else {}),
     }
 
 
@@ -147,7 +158,7 @@ def _check_same_data(config: Config, trained: Config, path: Path) -> None:
     seed or size would score the model on its own training sentences."""
     differ = differing_data_keys(config.data, trained.data)
     if differ:
-        ours, theirs = dataclasses.asdict(config.data), dataclasses.asdict(trained.data)
+        ours, theirs = config.data.to_dict(), trained.data.to_dict()
         shown = ", ".join(f"data.{k} ({theirs.get(k)!r} in the checkpoint, {ours[k]!r} here)"
                           for k in differ)
         raise NMTError(f"{path} was trained on other data settings: {shown}. Evaluate with the "
@@ -168,7 +179,12 @@ def format_results(results: dict) -> str:
     """A short table for the terminal."""
     rows = [
         ("split", f"{results['split']} ({results['sentences']} sentences)"),
-        ("BLEU", f"{results['bleu']:.2f}"),
+        ("BLEU", f"{results['bleu']:.2f}" + (f" ± {results['bleu_ci']:.2f} (95% bootstrap)"
+                                             if "bleu_ci" in results else "")),
+        *([("length", f"ratio {results['length_ratio']:.3f}, brevity penalty "
+                      f"{results['brevity_penalty']:.3f}")] if "length_ratio" in results else []),
+        *([("by source length", format_buckets(results["length_buckets"]))]
+          if results.get("length_buckets") else []),
         ("chrF", f"{results['chrf']:.2f}"),
         ("beam", str(results["beam_size"])),
         ("speed", f"{results['sentences_per_second']:.1f} sentences/s on {results['device']}"),
