@@ -25,14 +25,16 @@ class FinishedPool:
         return self.best[:, -1]
 
     def add(self, active: Tensor, finished: Tensor, rows: Tensor, log_probs: Tensor,
-            history: Tensor, attention: Tensor | None, steps: int) -> None:
+            history: Tensor, attention: Tensor | None, steps: int,
+            bonus: Tensor | float = 0.0) -> None:
         """Record the candidates where `finished` (A, K) is True.
 
         active (A,) sentence ids; rows (A, K) each candidate's row in history (A*K, t) and
-        attention (A*K, steps, S); log_probs (A, K); steps: decoding steps taken, </s> included.
-        A candidate with fewer tokens than steps ended with </s>.
+        attention (A*K, steps, S); log_probs (A, K); steps: decoding steps taken, </s> included;
+        bonus: added to the normalized log-probability (word reward, coverage penalty: a number
+        or (A, K)). A candidate with fewer tokens than steps ended with </s>.
         """
-        scores = (log_probs / length_penalty(float(steps), self.alpha)).masked_fill(
+        scores = (log_probs / length_penalty(float(steps), self.alpha) + bonus).masked_fill(
             ~finished, float("-inf"))  # (A, K)
         worthy = finished & (scores > self.nth_best.unsqueeze(1))  # (A, K) may enter the n-best
         self.count += finished.sum(dim=1)

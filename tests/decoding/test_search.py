@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
 import pytest
 import torch
 
-from nmt.config.schema import ModelConfig, SearchConfig
+from nmt.config.schema import ModelConfig, RNNConfig, SearchConfig
 from nmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from nmt.decoding.hypothesis import length_penalty
 from nmt.decoding.search import beam_search, greedy_search, replace_unknowns, search
@@ -143,7 +144,7 @@ def test_no_eos_stops_at_the_maximum_length():
     src, lengths = one_sentence(3)
     limit = math.ceil(1.5 * 3) + 10
     for hyp in (greedy_search(TableModel(table), src, lengths, max_length_ratio=1.5)[0][0],
-                beam_search(TableModel(table), src, lengths, 3, max_length_ratio=1.5)[0][0]):
+                beam_search(TableModel(table), src, lengths, beam_size=3, max_length_ratio=1.5)[0][0]):
         assert hyp.tokens == [A] * limit
         assert not hyp.ended
         assert hyp.attention.shape == (limit, 3)
@@ -154,7 +155,7 @@ def test_never_an_empty_output():
     src, lengths = one_sentence()
     table = {BOS_ID: {EOS_ID: 0.9, B: 0.06, A: 0.04}}
     for hyp in (greedy_search(TableModel(table), src, lengths)[0][0],
-                beam_search(TableModel(table), src, lengths, 3)[0][0]):
+                beam_search(TableModel(table), src, lengths, beam_size=3)[0][0]):
         assert hyp.tokens == [B] and hyp.ended and hyp.attention.shape == (2, 3)
 
 
@@ -162,7 +163,7 @@ def test_specials_are_never_produced():
     table = {BOS_ID: {PAD_ID: 0.5, BOS_ID: 0.3, A: 0.2}}
     src, lengths = one_sentence()
     assert greedy_search(TableModel(table), src, lengths)[0][0].tokens == [A]
-    assert beam_search(TableModel(table), src, lengths, 2)[0][0].tokens == [A]
+    assert beam_search(TableModel(table), src, lengths, beam_size=2)[0][0].tokens == [A]
 
 
 def test_sentences_in_a_batch_do_not_disturb_each_other():
@@ -175,8 +176,8 @@ def test_sentences_in_a_batch_do_not_disturb_each_other():
 
 def _random_model(attention: str):
     torch.manual_seed(0)
-    config = ModelConfig(embed_size=16, encoder_hidden=16, decoder_hidden=32, attention=attention,
-                         attention_size=16, readout_size=16, dropout=0.0)
+    config = ModelConfig(dropout=0.0, rnn=RNNConfig(embed_size=16, encoder_hidden=16, decoder_hidden=32,
+                                                    attention=attention, attention_size=16, readout_size=16))
     model = build_model(config, 30, 25).eval()
     with torch.no_grad():  # sharper distributions, so that the input matters
         model.output_layer.weight *= 4.0
@@ -195,7 +196,7 @@ def _random_batch(seed: int = 1):
 def test_beam_size_1_is_exactly_greedy(attention, alpha):
     model = _random_model(attention)
     src, lengths = _random_batch()
-    greedy = greedy_search(model, src, lengths, 2.0, alpha)
+    greedy = greedy_search(model, src, lengths, alpha=alpha, max_length_ratio=2.0)
     beam = beam_search(model, src, lengths, beam_size=1, alpha=alpha)
     assert [g[0].tokens for g in greedy] == [b[0].tokens for b in beam]
     assert len({len(g[0].tokens) for g in greedy}) > 2  # varied lengths
@@ -228,11 +229,28 @@ def test_search_entry_point_checks_n_best_and_dispatches():
     model = _random_model("general")
     src, lengths = _random_batch()
     with pytest.raises(NMTError, match="n_best"):
-        search(model, src, lengths, SearchConfig(beam_size=2, n_best=3))
-    one = search(model, src, lengths, SearchConfig(beam_size=1))
+        search(model, src, lengths, config=SearchConfig(beam_size=2, n_best=3))
+    one = search(model, src, lengths, config=SearchConfig(beam_size=1))
     assert [h[0].tokens for h in one] == [h[0].tokens for h in greedy_search(model, src, lengths)]
-    three = search(model, src, lengths, SearchConfig(beam_size=4, n_best=3), keep_attention=False)
+    three = search(model, src, lengths, config=SearchConfig(beam_size=4, n_best=3),
+                   keep_attention=False)
     assert all(len(h) == 3 and h[0].attention is None for h in three)
+
+
+def test_search_parameters_are_keywords_in_one_order():
+    """Every entry point: (model, src, src_lengths, *, ...), the keywords in one order, so that
+    greedy_search(m, s, l, 2.0, 1.0) cannot swap alpha and max_length_ratio unnoticed."""
+    order = ["config", "beam_size", "n_best", "alpha", "word_reward", "coverage_penalty", "stop",
+             "max_length_ratio", "keep_attention"]
+    for entry in (search, greedy_search, beam_search):
+        params = inspect.signature(entry).parameters
+        assert list(params)[:3] == ["model", "src", "src_lengths"], entry.__name__
+        keywords = list(params)[3:]
+        assert all(params[k].kind is inspect.Parameter.KEYWORD_ONLY for k in keywords), entry.__name__
+        assert keywords == [k for k in order if k in keywords], entry.__name__
+    src, lengths = one_sentence()
+    with pytest.raises(TypeError):
+        greedy_search(TableModel(GREEDY_TRAP), src, lengths, 2.0, 1.0)
 
 
 def test_unknown_words_take_the_most_attended_source_token():
