@@ -193,9 +193,14 @@ def for_training(weight: float, examples, run_dir: Path, distributed) -> GuidedA
         links = load_or_align_text(examples, run_dir / "guided_links.txt") if distributed.is_main else None
         return GuidedAlignment.from_links(weight, distributed.broadcast(links))
     folder = examples.src.prefix.parent  # the prepared folder, where train.zh.ids.npy lies
-    kept = load_or_align(folder, examples.src, examples.tgt) if distributed.is_main else None
+    # The links are kept zh → en; a reverse model (English source) reads them transposed.
+    zh, en = (examples.tgt, examples.src) if examples.reverse else (examples.src, examples.tgt)
+    kept = load_or_align(folder, zh, en) if distributed.is_main else None
     distributed.barrier()
     if kept is None:
-        kept = load_or_align(folder, examples.src, examples.tgt)
+        kept = load_or_align(folder, zh, en)
+    links, offsets = kept
+    if examples.reverse:  # (English position, Chinese position): the Chinese is now the target
+        links = np.ascontiguousarray(links[:, ::-1])
     flip = examples.tgt_lengths if examples.target_order == "right_to_left" else None
-    return GuidedAlignment(weight, *kept, index=examples.index, flip_lengths=flip)
+    return GuidedAlignment(weight, links, offsets, index=examples.index, flip_lengths=flip)

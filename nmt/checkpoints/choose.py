@@ -9,7 +9,7 @@ all ask here. In order:
 - with `training.members` > 1, one checkpoint per member (nmt/training/members.py), each chosen
   as below, as an ensemble;
 - `eval.average: last:N | best:N`: the average of the run's kept step checkpoints, written now
-  (nmt/checkpoints/averaging.py);
+  (nmt/checkpoints/averaging.py); of fewer, with a warning, when a short run kept fewer;
 - else the run's own `eval.checkpoint`: runs/<name>/checkpoints/best.pt (or last.pt), falling
   back to the other one.
 
@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch import nn
 
 from nmt.checkpoints.averaging import average_label, parse_average, write_average
 from nmt.checkpoints.file import load_checkpoint, model_from_checkpoint
@@ -40,6 +40,7 @@ from nmt.checkpoints.member_dirs import member_run_dirs
 from nmt.config.schema import Config, differing_data_keys
 from nmt.data.vocab import Vocab
 from nmt.errors import NMTError
+from nmt.model import TranslationModel
 from nmt.model.ensemble import Ensemble
 from nmt.runtime import pick_device
 
@@ -80,13 +81,15 @@ def choose_checkpoints(config: Config, checkpoint: str | Path | list | None = No
 
 def configured_checkpoints(config: Config) -> list[Path]:
     """The checkpoints used when none is named: eval.ensemble, else the average eval.average
-    asks for (written now from the run's kept checkpoints), else the run's eval.checkpoint; one
-    per member of a run trained with training.members > 1 (an ensemble)."""
+    asks for (written now from the run's kept checkpoints; of those there are, with a warning,
+    when the run kept fewer), else the run's eval.checkpoint; one per member of a run trained
+    with training.members > 1 (an ensemble)."""
     if config.eval.ensemble:
         return [Path(p) for p in config.eval.ensemble]
     run_dirs = member_run_dirs(config)
     if config.eval.average:
-        return [write_average(run_dir, *parse_average(config.eval.average)) for run_dir in run_dirs]
+        how, count = parse_average(config.eval.average)
+        return [write_average(run_dir, how, count, allow_fewer=True) for run_dir in run_dirs]
     return [find_checkpoint(config, config.eval.checkpoint, run_dir) for run_dir in run_dirs]
 
 
@@ -127,7 +130,7 @@ def averaged_from(paths: list[Path]) -> list | None:
 class Loaded:
     """Chosen checkpoints loaded as one model, ready to translate or align with."""
 
-    model: nn.Module  # in eval mode, on `device`: the one model, or an Ensemble of several
+    model: TranslationModel  # in eval mode, on `device`: the one model, or an Ensemble of several
     config: Config  # the first checkpoint's: it fixes segmentation and detokenization
     src_vocab: Vocab
     tgt_vocab: Vocab
@@ -137,7 +140,7 @@ class Loaded:
     subwords: dict[str, bytes] | None  # its sentencepiece models ({lang: bytes}), with data.subword
 
 
-def load_chosen(paths: list[str | Path], device: str = "auto",
+def load_chosen(paths: Sequence[str | Path], device: str = "auto",
                 architecture: str | None = None) -> Loaded:
     """Load checkpoints as one model on `device` (auto: CUDA when there is one, cpu or cuda).
 
@@ -151,20 +154,23 @@ def load_chosen(paths: list[str | Path], device: str = "auto",
         checkpoints = [checkpoint]
     else:
         model, config, src_vocab, tgt_vocab, checkpoints = load_ensemble(paths)
-    device = pick_device(device)
+    chosen_device = pick_device(device)
     first = checkpoints[0]
-    return Loaded(model.to(device), config, src_vocab, tgt_vocab, device, [Path(p) for p in paths],
+    return Loaded(model.to(chosen_device), config, src_vocab, tgt_vocab, chosen_device,
+                  [Path(p) for p in paths],
                   dict(first.get("progress") or {}), first.get("subword"))
 
 
-def load_ensemble(paths: list[str | Path]) -> tuple[nn.Module, Config, Vocab, Vocab, list[dict]]:
+def load_ensemble(paths: Sequence[str | Path]
+                  ) -> tuple[TranslationModel, Config, Vocab, Vocab, list[dict]]:
     """Load checkpoints as one model → (model, config, src_vocab, tgt_vocab, checkpoints).
 
     The config (segmentation, detokenization) is the first checkpoint's; one path gives that
     model itself, not a wrapper. Members need the same vocabularies and data settings."""
     if not paths:
         raise NMTError("no checkpoint given")
-    models, checkpoints, first = [], [], None
+    models, checkpoints = [], []
+    first: tuple[str | Path, Config, Vocab, Vocab] | None = None
     for path in paths:
         checkpoint = load_checkpoint(path)
         model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, source=str(path))
@@ -175,6 +181,7 @@ def load_ensemble(paths: list[str | Path]) -> tuple[nn.Module, Config, Vocab, Vo
             _check_same_order(first, path, config)
         models.append(model)
         checkpoints.append(checkpoint)
+    assert first is not None  # paths is not empty
     _, config, src_vocab, tgt_vocab = first
     model = models[0] if len(models) == 1 else Ensemble(models).eval()
     return model, config, src_vocab, tgt_vocab, checkpoints
@@ -198,9 +205,13 @@ def check_compatible(first, other, what: str = "an ensemble's members") -> None:
                        f"data")
 
 
-def _check_same_order(first, path: Path, config: Config) -> None:
+def _check_same_order(first, path: str | Path, config: Config) -> None:
     """Members add up next-token probabilities, so they must write in the same order."""
     first_path, first_config = first[:2]
+    if first_config.model.direction != config.model.direction:
+        raise NMTError(f"{path} is a model.direction = {config.model.direction} model but "
+                       f"{first_path} a {first_config.model.direction} one: an ensemble's members "
+                       f"translate one way (a reverse model reranks through eval.rerank)")
     ours, theirs = first_config.model.target_order, config.model.target_order
     if ours != theirs:
         raise NMTError(f"{path} writes model.target_order = {theirs} but {first_path} writes "

@@ -132,12 +132,13 @@ class PairArrays:
     """
 
     def __init__(self, src: TokenArrays, tgt: TokenArrays, max_length: int | None = None,
-                 target_order: str = "left_to_right"):
+                 target_order: str = "left_to_right", reverse: bool = False):
         if len(src) != len(tgt):  # a truncated or damaged file: never pair them silently
             raise NMTError(f"{offsets_path(src.prefix)} holds {len(src)} sentences but "
                            f"{offsets_path(tgt.prefix)} holds {len(tgt)}; the prepared data is "
                            f"damaged: delete {src.prefix.parent} and prepare again")
         self.src, self.tgt, self.target_order = src, tgt, target_order
+        self.reverse = reverse  # src is the English side, tgt the Chinese (model.direction)
         kept = (src.lengths > 0) & (tgt.lengths > 0)
         if max_length:
             kept &= (src.lengths <= max_length) & (tgt.lengths <= max_length)

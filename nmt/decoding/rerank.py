@@ -3,21 +3,30 @@ rescoring does (Sennrich et al., 2016, WMT).
 
 The main model(s) search an n-best list (n = search.beam_size); every rescoring model k reads
 each candidate y teacher-forced and gives log p_k(y | x) (a right_to_left model, model.target_order,
-reads y reversed). The candidate with the best
+reads y reversed), or, for a reverse model (model.direction: reverse, English → Chinese), reads
+the source x teacher-forced after y and gives the channel score log p_k(x | y). The candidate
+with the best
 
-    score(y) = s(y) + Σ_k w_k · log p_k(y | x) / lp(|y|)
+    score(y) = s(y) + Σ_k w_k · log p_k(y | x) / lp(|y|)   (+ w_k · log p_k(x | y), unnormalized)
 
-is chosen, where s(y) = log p(y | x) / lp(|y|) is the score the search ranked it by and lp the
-same GNMT length penalty (nmt/decoding/hypothesis.py), |y| counting </s> when it was produced.
+is chosen, where s(y) = log p(y | x) / lp(|y|) is the score the search ranked it by (with the
+search's word reward and coverage penalty, when set) and lp the same GNMT length penalty
+(nmt/decoding/hypothesis.py), |y| counting </s> when it was produced. x is the same for every
+candidate of a sentence, so its channel score needs no length normalization.
+
 A rescoring model catches what the main one cannot see from its side: a right-to-left model
-judges a sentence's beginning knowing how it ends. Rescoring models need the main model's
-vocabularies and data settings (nmt/checkpoints/choose.py's check_compatible), not its family.
+judges a sentence's beginning knowing how it ends; a channel model (noisy-channel reranking,
+Yee et al., 2019) judges whether y explains all of x, so a translation that drops source words
+scores badly however fluent it is. Rescoring models need the main model's vocabularies (swapped,
+for a reverse model) and data settings (nmt/checkpoints/choose.py's check_compatible), not its
+family.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +49,8 @@ class Rescorer:
     model: nn.Module  # in eval mode, on the main model's device
     weight: float  # w_k
     path: Path
-    target_order: str  # the order it reads a candidate in
+    target_order: str  # the order it reads a candidate in (a reverse model: the source)
+    reverse: bool = False  # a channel model: log p(x | y), English → Chinese
 
 
 def candidate_log_probs(model: nn.Module, src_ids: list[list[int]], tgt_ids: list[list[int]],
@@ -54,7 +64,7 @@ def candidate_log_probs(model: nn.Module, src_ids: list[list[int]], tgt_ids: lis
     found = [0.0] * len(examples)
     with inference(model):
         for start in range(0, len(order), batch_size):
-            batch = collate(examples, order[start:start + batch_size]).to(device)
+            batch = collate(examples, order[start:start + batch_size]).to(torch.device(device))
             logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T, V)
             token_log_probs = F.log_softmax(logits.float(), dim=-1).gather(
                 2, batch.tgt_out.unsqueeze(2)).squeeze(2)  # (B, T)
@@ -68,6 +78,19 @@ def candidate_log_probs(model: nn.Module, src_ids: list[list[int]], tgt_ids: lis
     return found
 
 
+def combine(found: list[list[Hypothesis]], terms: list[list[list[float]] | None],
+            weights: list[float]) -> list[list[Hypothesis]]:
+    """Each sentence's candidates best first by s(y) + Σ_k w_k · term_k(y), which their `score`
+    then holds (stable: ties keep the search's order)."""
+    reranked = []
+    for i, hyps in enumerate(found):
+        scores = [hyp.score + sum(w * t[i][j] for w, t in zip(weights, terms) if t is not None)
+                  for j, hyp in enumerate(hyps)]
+        ranked = [dataclasses.replace(hyp, score=score) for hyp, score in zip(hyps, scores)]
+        reranked.append(sorted(ranked, key=lambda h: -h.score))
+    return reranked
+
+
 class Reranker:
     """The rescoring models of eval.rerank; `rerank` reorders the search's n-best lists."""
 
@@ -76,7 +99,7 @@ class Reranker:
         self.seconds = 0.0  # spent rescoring, over every call
 
     @classmethod
-    def load(cls, paths: list[str | Path], weights: list[float], main) -> Reranker:
+    def load(cls, paths: Sequence[str | Path], weights: list[float], main) -> Reranker:
         """Load `paths` (eval.rerank) with their `weights` (eval.rerank_weights) beside `main`,
         a Translator: on its device, checked against its vocabularies and data settings."""
         if len(weights) != len(paths):
@@ -90,12 +113,15 @@ class Reranker:
             try:
                 model, config, src_vocab, tgt_vocab = model_from_checkpoint(load_checkpoint(path),
                                                                             str(path))
-                check_compatible(first, (path, config, src_vocab, tgt_vocab),
+                reverse = config.model.direction == "reverse"
+                # A channel model reads English and writes Chinese: its vocabularies swapped.
+                vocabularies = (tgt_vocab, src_vocab) if reverse else (src_vocab, tgt_vocab)
+                check_compatible(first, (path, config, *vocabularies),
                                  "a rescoring model and the model it reranks")
             except NMTError as error:
                 raise NMTError(f"eval.rerank: {error}") from None
             rescorers.append(Rescorer(model.to(main.device).eval(), float(weight), Path(path),
-                                      config.model.target_order))
+                                      config.model.target_order, reverse))
         return cls(rescorers)
 
     def rerank(self, src_ids: list[list[int]], found: list[list[Hypothesis]],
@@ -104,25 +130,49 @@ class Reranker:
         their `score` then holds. Empty sources are left as they are; a weight of 0 adds nothing,
         so the search's order stands."""
         start = time.perf_counter()
+        terms = self.terms(src_ids, found, search, skip_unweighted=True)
+        reranked = combine(found, terms, [r.weight for r in self.rescorers])
+        self.seconds += time.perf_counter() - start
+        return reranked
+
+    def terms(self, src_ids: list[list[int]], found: list[list[Hypothesis]], search: SearchConfig,
+              skip_unweighted: bool = False) -> list[list[list[float]] | None]:
+        """Per rescorer, its term of each candidate's score before the weight: log p(y | x) /
+        lp(|y|), or log p(x | y) for a channel model; shaped like `found`. A rescorer skipped
+        (weight 0 with `skip_unweighted`) gives None. make tune computes them once and tries
+        many weights (combine)."""
         pairs = [(i, j) for i, hyps in enumerate(found) if len(src_ids[i]) for j in range(len(hyps))]
         candidates = [found[i][j] for i, j in pairs]
-        scores = [h.score for h in candidates]
+        all_terms: list[list[list[float]] | None] = []
         for rescorer in self.rescorers:
-            if rescorer.weight == 0 or not candidates:
+            if (skip_unweighted and rescorer.weight == 0) or not candidates:
+                all_terms.append(None)
                 continue
-            log_probs = candidate_log_probs(
-                rescorer.model, [src_ids[i] for i, _ in pairs],
-                [in_model_order(h.tokens, rescorer.target_order) for h in candidates],
-                [h.ended for h in candidates], next(rescorer.model.parameters()).device,
-                search.batch_size * search.beam_size)
-            for n, (hyp, log_prob) in enumerate(zip(candidates, log_probs)):
+            log_probs = self.candidate_scores(rescorer, [src_ids[i] for i, _ in pairs],
+                                              candidates, search.batch_size * search.beam_size)
+            shaped: list[list[float]] = [[0.0] * len(hyps) for hyps in found]
+            for (i, j), hyp, log_prob in zip(pairs, candidates, log_probs):
                 steps = len(hyp.tokens) + int(hyp.ended)
-                scores[n] += rescorer.weight * log_prob / length_penalty(steps, search.length_penalty)
-        reranked = [list(hyps) for hyps in found]
-        for (i, j), hyp, score in zip(pairs, candidates, scores):
-            reranked[i][j] = dataclasses.replace(hyp, score=score)
-        self.seconds += time.perf_counter() - start
-        return [sorted(hyps, key=lambda h: -h.score) for hyps in reranked]  # stable: ties keep order
+                scale = 1.0 if rescorer.reverse else length_penalty(steps, search.length_penalty)
+                shaped[i][j] = log_prob / scale
+            all_terms.append(shaped)
+        return all_terms
+
+    @staticmethod
+    def candidate_scores(rescorer: Rescorer, sources: list[list[int]],
+                         candidates: list[Hypothesis], batch_size: int) -> list[float]:
+        """log p(y | x) of each candidate y of its source x, or log p(x | y) for a channel model
+        (the whole source, </s> included, read after the candidate)."""
+        device = next(rescorer.model.parameters()).device
+        if rescorer.reverse:
+            return candidate_log_probs(
+                rescorer.model, [h.tokens for h in candidates],
+                [in_model_order(x, rescorer.target_order) for x in sources],
+                [True] * len(candidates), device, batch_size)
+        return candidate_log_probs(
+            rescorer.model, sources,
+            [in_model_order(h.tokens, rescorer.target_order) for h in candidates],
+            [h.ended for h in candidates], device, batch_size)
 
     @property
     def paths(self) -> list[str]:

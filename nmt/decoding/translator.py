@@ -23,17 +23,20 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from nmt.align.agreement import BIDIRECTIONAL_METHODS, DEFAULT_BIDIRECTIONAL_METHOD
 from nmt.align.aligner import AttentionAligner
+from nmt.align.bidirectional import BidirectionalAligner
 from nmt.align.links import parse_pairs
 from nmt.checkpoints.choose import choose_checkpoints, load_chosen
-from nmt.config.loader import load_config
+from nmt.config.loader import load_saved_config
+from nmt.config.tuned import with_tuned_search
 from nmt.config.schema import Config, SearchConfig
 from nmt.data.subword import (
     SubwordSegmenter,
@@ -44,14 +47,14 @@ from nmt.data.subword import (
     source_word_of_pieces,
     to_words,
 )
-from nmt.data.tokenize import make_tokenizers
+from nmt.data.tokenize import ChineseSegmenter, make_tokenizers
 from nmt.data.vocab import Vocab
 from nmt.decoding.hypothesis import Hypothesis
 from nmt.decoding.rerank import Reranker
 from nmt.decoding.search import replace_unknowns
 from nmt.decoding.translate import alignment_heads, attention_layers, decode_ids
 from nmt.errors import NMTError
-from nmt.model import MAX_SOURCE_TOKENS, has_alignment, has_posterior
+from nmt.model import MAX_SOURCE_TOKENS, TranslationModel, has_alignment, has_posterior
 
 log = logging.getLogger(__name__)
 
@@ -83,13 +86,17 @@ class Translation:
 class Translator:
     """Raw Chinese lines → Translations, with a trained model and its vocabularies."""
 
-    def __init__(self, model, config: Config, src_vocab: Vocab, tgt_vocab: Vocab,
+    def __init__(self, model: TranslationModel, config: Config, src_vocab: Vocab, tgt_vocab: Vocab,
                  search: SearchConfig | None = None, device: torch.device | str | None = None,
                  keep_attention: bool = False, subwords: dict[str, bytes] | None = None):
         """`config` is the one the model was trained with: it fixes the segmentation.
         `search` (default config.search) says how to decode; keep_attention fills
         Translation.attention. `subwords`: the sentencepiece models ({lang: bytes}) of a
         `data.subword` model; by default those of its prepared data folder."""
+        if config.model.direction == "reverse":
+            raise NMTError("this checkpoint is a reverse (English → Chinese) model "
+                           "(model.direction = reverse): it scores translations as a channel "
+                           "model, it does not translate; name it in a forward run's eval.rerank")
         self.model, self.config = model, config
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.search = search or config.search
@@ -97,11 +104,13 @@ class Translator:
         self.keep_attention = keep_attention
         if self.search.replace_unk and not has_alignment(config.model):
             raise NMTError("search.replace_unk needs attention weights, but this model has "
-                           "model.attention = none; set search.replace_unk=false")
+                           "model.rnn.attention = none; set search.replace_unk=false")
+        self.segmenter: ChineseSegmenter | SubwordSegmenter
         self.segmenter, self.detokenizer = make_tokenizers(config.data)
         self.subword = config.data.subword != "none"
         if self.subword:
             models = models_for(config, subwords)
+            assert models is not None  # with data.subword there are models, or models_for raised
             self.segmenter = SubwordSegmenter(self.segmenter, Subwords(models["zh"]))
         self.subwords = subwords
         self.run_name = config.name  # the run it was trained in; from_run: the folder's name
@@ -110,7 +119,7 @@ class Translator:
         self.checkpoints: list[Path] = []  # every checkpoint, with an ensemble
         # eval.rerank's rescoring models (nmt/decoding/rerank.py's Reranker): when set, the search
         # keeps the whole beam as its n-best list and they choose among it
-        self.reranker = None
+        self.reranker: Reranker | None = None
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, search: SearchConfig | None = None,
@@ -122,7 +131,7 @@ class Translator:
         return cls.from_checkpoints([path], search, device, keep_attention, architecture)
 
     @classmethod
-    def from_checkpoints(cls, paths: list[str | Path], search: SearchConfig | None = None,
+    def from_checkpoints(cls, paths: Sequence[str | Path], search: SearchConfig | None = None,
                          device: str = "auto", keep_attention: bool = False,
                          architecture: str | None = None) -> Translator:
         """One checkpoint, or several decoding as an ensemble (nmt/model/ensemble.py), loaded by
@@ -161,9 +170,11 @@ class Translator:
         if not saved.is_file():
             raise NMTError(f"{run_dir}: not a run folder (no config.yaml); train one with "
                            f"`make train` or name a checkpoint with Translator.from_checkpoint")
-        config = load_config(saved)
+        config = load_saved_config(saved)
         config = dataclasses.replace(config, runs_dir=str(run_dir.parent), name=run_dir.name)
-        return cls.from_config(config, device=device, keep_attention=keep_attention)
+        # the search make tune chose on dev, when it has been run
+        return cls.from_config(with_tuned_search(config), device=device,
+                               keep_attention=keep_attention)
 
     def segment(self, line: str, number: int | None = None) -> list[str]:
         """Source tokens (pieces with subwords) of a raw line, cut to MAX_SOURCE_TOKENS; [] for a
@@ -194,7 +205,7 @@ class Translator:
                            progress=progress, workers=search.workers)
         if self.reranker is not None:
             found = [hyps[: search.n_best] for hyps in self.reranker.rerank(src_ids, found, search)]
-        return [self._translation(src, hyps) for src, hyps in zip(sources, found)]
+        return [self.translation_of(src, hyps) for src, hyps in zip(sources, found)]
 
     def cross_attention(self, translation: Translation) -> np.ndarray | None:
         """Every decoder layer's every head over the source, rows and columns as in
@@ -212,23 +223,41 @@ class Translator:
         return layers[:, :, : len(translation.attention)]
 
     def align(self, zh_lines: list[str], en_lines: list[str],
-              method: str = "grow-diag-final-and") -> list[list[tuple[int, int]]]:
-        """Word links of each (Chinese, English) pair read from the model's attention (its
-        posterior alignment where the model has one): Pharaoh pairs (Chinese character index,
-        English Moses-token index), as `make align` writes them."""
+              method: str | None = None) -> list[list[tuple[int, int]]]:
+        """Word links of each (Chinese, English) pair: Pharaoh pairs (Chinese character index,
+        English Moses-token index), as `make align` writes them. With a reverse model among
+        eval.rerank's, both directions' alignments combined by `method` (default
+        DEFAULT_BIDIRECTIONAL_METHOD, nmt/align/agreement.py); else, or for a one-direction
+        `method` (argmax, threshold), the model's own attention read by `method` (default
+        grow-diag-final-and). Each model is read as its posterior alignment where it has one."""
         if len(zh_lines) != len(en_lines):
             raise NMTError(f"align: {len(zh_lines)} Chinese lines but {len(en_lines)} English lines")
         pairs = parse_pairs([f"{zh}\t{en}" for zh, en in zip(zh_lines, en_lines)], "align")
-        posterior = has_posterior(self.model)
-        return [sorted(soft.links(method)) for soft in self._aligner.soft(pairs, posterior=posterior)]
+        aligner = self.aligner
+        if isinstance(aligner, BidirectionalAligner) and method in (None, *BIDIRECTIONAL_METHODS):
+            soft = aligner.soft(pairs)
+            method = method or DEFAULT_BIDIRECTIONAL_METHOD
+        else:
+            forward = aligner.forward if isinstance(aligner, BidirectionalAligner) else aligner
+            soft = forward.soft(pairs, posterior=has_posterior(self.model))
+            method = method or "grow-diag-final-and"
+        return [sorted(pair.links(method)) for pair in soft]
 
     @functools.cached_property
-    def _aligner(self) -> AttentionAligner:
-        """Made on the first `align`: its segmenters (and subword models) are built once."""
-        return AttentionAligner(self.model, self.config, self.src_vocab, self.tgt_vocab,
-                                self.device, subwords=self.subwords)
+    def aligner(self) -> AttentionAligner | BidirectionalAligner:
+        """What `align` aligns with, made on first use (its segmenters and subword models are
+        built once): both directions when eval.rerank's models (from_config) include a reverse
+        one, else the model's own attention."""
+        forward = AttentionAligner(self.model, self.config, self.src_vocab, self.tgt_vocab,
+                                   self.device, subwords=self.subwords)
+        rescorers = self.reranker.rescorers if self.reranker is not None else []
+        reverse = next((r for r in rescorers if r.reverse), None)
+        if reverse is None:
+            return forward
+        return BidirectionalAligner(forward, reverse.model, reverse.path)
 
-    def _translation(self, src_tokens: list[str], hyps: list[Hypothesis]) -> Translation:
+    def translation_of(self, src_tokens: list[str], hyps: list[Hypothesis]) -> Translation:
+        """The Translation of a segmented source from its searched hypotheses, best first."""
         if not src_tokens:
             return Translation("", [], [], None, 0.0, [])
         outputs = []
@@ -255,8 +284,8 @@ class Translator:
 
     def _several_heads(self) -> bool:
         """Whether the model attends with more than one head or layer (a Transformer): only then
-        is a teacher-forced pass for every head worth its cost (~12 ms a sentence)."""
-        return getattr(self.model, "attention_grid", (1, 1)) != (1, 1)
+        is a teacher-forced pass for every head worth its cost."""
+        return self.model.attention_grid != (1, 1)
 
     @property
     def architecture(self) -> str:

@@ -23,7 +23,7 @@ from nmt.training.distill import distilled_targets
 from nmt.training.distributed import Distributed, device_for
 from nmt.training.examples import DevExamples
 from nmt.training.run_dir import claim_run_dir, record_command
-from nmt.training.validate import DevSet
+from nmt.training.validate import CHINESE, ChineseJoiner, DevSet
 
 
 @dataclass
@@ -36,7 +36,7 @@ class TrainingData:
     dev: DevSet
     shown: DevExamples  # the dev sentences TensorBoard shows at every validation
     subword_models: dict[str, bytes] | None  # sentencepiece models: they travel in checkpoints
-    detokenizer: EnglishTokenizer
+    detokenizer: EnglishTokenizer | ChineseJoiner  # the target language's
 
 
 def start_processes(training: TrainingConfig) -> tuple[Distributed, torch.device, int]:
@@ -90,11 +90,14 @@ def load_training_data(config: Config, prepared: PreparedData,
     """`train_targets`: the training targets' token file when it is not the prepared references
     (distill_everywhere's, with training.distill_from). The dev set always keeps its references."""
     training, order = config.training, config.model.target_order
-    src_vocab, tgt_vocab = Vocab.load(prepared.vocab("zh")), Vocab.load(prepared.vocab("en"))
+    reverse = config.model.direction == "reverse"
+    # The source and target languages: a reverse model reads the same files the other way round.
+    src, tgt = ("en", "zh") if reverse else ("zh", "en")
+    src_vocab, tgt_vocab = Vocab.load(prepared.vocab(src)), Vocab.load(prepared.vocab(tgt))
     if train_targets is None:  # memory-mapped: shared by every process of the machine
-        train_examples = PairArrays(TokenArrays.open(prepared.dir / "train.zh"),
-                                    TokenArrays.open(prepared.dir / "train.en"),
-                                    training.max_length, order)
+        train_examples = PairArrays(TokenArrays.open(prepared.dir / f"train.{src}"),
+                                    TokenArrays.open(prepared.dir / f"train.{tgt}"),
+                                    training.max_length, order, reverse)
     else:
         train_examples = in_target_order(load_examples(
             prepared.tokens("train", "zh"), train_targets, src_vocab, tgt_vocab,
@@ -102,17 +105,19 @@ def load_training_data(config: Config, prepared: PreparedData,
     if not len(train_examples):
         raise NMTError(f"{prepared.dir}: no training pairs within training.max_length")
     dev = DevSet(
-        load_examples(prepared.tokens("dev", "zh"), prepared.tokens("dev", "en"), src_vocab, tgt_vocab),
-        [line.split() for line in read_lines(prepared.tokens("dev", "zh"))],
-        read_lines(prepared.text("dev", "en")),
+        load_examples(prepared.tokens("dev", src), prepared.tokens("dev", tgt), src_vocab, tgt_vocab),
+        [line.split() for line in read_lines(prepared.tokens("dev", src))],
+        read_lines(prepared.text("dev", tgt)),
         subword=config.data.subword != "none",
+        target_language=tgt,
     )
     # A right_to_left model learns every target reversed, its dev loss too; decoding
     # (nmt/decoding/translate.py) turns its output back, so dev BLEU reads left to right.
     dev.examples = in_target_order(dev.examples, order)
-    shown = DevExamples.choose(dev.src_tokens, read_lines(prepared.text("dev", "zh")),
-                               [line.split() for line in read_lines(prepared.tokens("dev", "en"))],
-                               training.examples, training.examples_gold)
+    shown = DevExamples.choose(dev.src_tokens, read_lines(prepared.text("dev", src)),
+                               [line.split() for line in read_lines(prepared.tokens("dev", tgt))],
+                               training.examples, None if reverse else training.examples_gold)
     _, detokenizer = make_tokenizers(config.data)
     return TrainingData(src_vocab, tgt_vocab, train_examples, dev, shown,
-                        load_models(prepared.dir, config.data), detokenizer)
+                        load_models(prepared.dir, config.data),
+                        CHINESE if reverse else detokenizer)

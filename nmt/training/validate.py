@@ -18,12 +18,25 @@ from nmt.training.loss import summed_loss
 from nmt.decoding.translate import translate_token_ids
 
 
+class ChineseJoiner:
+    """A reverse model's output as text: Chinese is written without spaces."""
+
+    def detokenize(self, tokens: list[str]) -> str:
+        return "".join(tokens)
+
+
+CHINESE = ChineseJoiner()
+
+
 @dataclass
 class DevSet:
     examples: list[Example]  # encoded dev pairs, in file order
-    src_tokens: list[list[str]]  # segmented Chinese (pieces with subwords), for attention plots
-    references: list[str]  # raw English, what BLEU compares against
+    src_tokens: list[list[str]]  # segmented source (pieces with subwords), for attention plots
+    references: list[str]  # the raw target sentences, what BLEU compares against
     subword: bool = False  # tokens are sentencepiece pieces: merge them into words for people
+    # "en", or "zh" for a reverse model (model.direction): BLEU then splits Chinese characters
+    # (sacrebleu's zh tokenizer)
+    target_language: str = "en"
 
 
 @dataclass
@@ -50,7 +63,8 @@ def dev_loss(model: torch.nn.Module, examples: list[Example], batch_tokens: int,
     return total / max(tokens, 1)
 
 
-def validate(model: torch.nn.Module, dev: DevSet, tgt_vocab: Vocab, detokenizer: EnglishTokenizer,
+def validate(model: torch.nn.Module, dev: DevSet, tgt_vocab: Vocab,
+             detokenizer: EnglishTokenizer | ChineseJoiner,
              search: SearchConfig, batch_tokens: int, device: torch.device) -> DevResult:
     """Greedy decoding (beam 1) keeps validation quick; `make eval` uses the full beam."""
     with inference(model):  # no dropout in the dev loss; the search sets its own mode
@@ -63,10 +77,11 @@ def validate(model: torch.nn.Module, dev: DevSet, tgt_vocab: Vocab, detokenizer:
         merged = [to_words(t, s, a) for t, s, a in zip(tokens, dev.src_tokens, attentions)]
         tokens, sources, attentions = ([m[k] for m in merged] for k in range(3))
     texts = [detokenizer.detokenize(t) for t in tokens]
+    tokenize = "zh" if dev.target_language == "zh" else "13a"
     return DevResult(
         loss=loss,
         perplexity=math.exp(min(loss, 50.0)),
-        bleu=sacrebleu.corpus_bleu(texts, [dev.references]).score,
+        bleu=sacrebleu.corpus_bleu(texts, [dev.references], tokenize=tokenize).score,
         chrf=sacrebleu.corpus_chrf(texts, [dev.references]).score,
         hypotheses=texts,
         attentions=attentions,

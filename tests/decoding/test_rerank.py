@@ -15,7 +15,7 @@ import pytest
 import torch
 from random_checkpoint import single_thread, write_random_checkpoint
 
-from helpers import REPO
+from helpers import REPO, as_family
 from nmt.checkpoints.file import load_checkpoint, model_from_checkpoint
 from nmt.config.loader import build_config, load_config
 from nmt.config.schema import Config
@@ -76,7 +76,7 @@ def _n_best(translator: Translator, search):
 
 @pytest.mark.parametrize("architecture", ["rnn", "transformer"])
 def test_the_scorer_is_the_sum_of_decode_step_log_probs(tmp_path, smoke, architecture):
-    config = replace(smoke, model=replace(smoke.model, architecture=architecture))
+    config = replace(smoke, model=as_family(smoke.model, architecture))
     model = _model(write_random_checkpoint(tmp_path / "m.pt", config))
     src = [[4, 5, 6, 7], [8, 9], [4, 12, 10, 11, 5, 6], [7], [5, 5]]
     tgt = [[4, 5, 6], [7], [8, 9, 10, 4, 4], [5, 6], []]
@@ -118,7 +118,7 @@ def test_a_large_weight_picks_what_the_rescoring_model_scores_best(smoke, main_c
 
     translator.reranker = reranker  # the Translator path: the same choice, as text
     texts = [t.text for t in translator.translate(LINES + [""])]
-    expected = [translator._translation(translator.segment(line), [hyps[0]]).text
+    expected = [translator.translation_of(translator.segment(line), [hyps[0]]).text
                 for line, hyps in zip(LINES, reranked)]
     assert texts == expected + [""]
 
