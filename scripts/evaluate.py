@@ -25,13 +25,14 @@ import sys
 from nmt.checkpoints.choose import split_checkpoint_arguments
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
+from nmt.config.tuned import with_tuned_search
 from nmt.evaluation.evaluate import evaluate, format_results, results_path
 from nmt.runtime import set_threads
 from nmt.training.run_dir import record_command
 
 
 def main(args: argparse.Namespace) -> None:
-    config = load_config(args.config, args.overrides)
+    config = with_tuned_search(load_config(args.config, args.overrides), args.overrides)
     set_threads(config.training.threads)
     results = evaluate(config, split_checkpoint_arguments(args.checkpoint) or None,
                        label=args.label)

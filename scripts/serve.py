@@ -4,6 +4,7 @@
                             [--runs-dir runs] [--max-chars 2000]
     make serve                                   # the same for CONFIG, on PORT 8000
 
+The JSON API (GET and POST /api/translate, /api/runs) is described at /docs and /openapi.json.
 The default run is the config's (runs/<name>/); the page's model picker lists every trained run
 under the config's runs_dir, each loaded on first use. Binds 127.0.0.1 unless told otherwise.
 """
@@ -19,6 +20,7 @@ import uvicorn
 
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
+from nmt.config.tuned import with_tuned_search
 from nmt.runtime import set_threads
 from nmt.serve.app import create_app
 from nmt.serve.runs import RunRegistry
@@ -27,7 +29,7 @@ log = logging.getLogger("nmt.serve")
 
 
 def main(args: argparse.Namespace) -> None:
-    config = load_config(args.config, args.overrides)
+    config = with_tuned_search(load_config(args.config, args.overrides), args.overrides)
     set_threads(config.training.threads)
     registry = RunRegistry(args.runs_dir or config.runs_dir, config.name, device=config.training.device)
     app = create_app(registry, max_chars=args.max_chars)

@@ -35,6 +35,7 @@ from tqdm import tqdm
 from nmt.checkpoints.choose import split_checkpoint_arguments
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
+from nmt.config.tuned import with_tuned_search
 from nmt.decoding.streaming import interactive, translate_stream
 from nmt.decoding.translator import Translator
 from nmt.decoding.workers import worker_count
@@ -45,14 +46,14 @@ from nmt.runtime import set_threads
 
 
 def main(args: argparse.Namespace) -> None:
-    config = load_config(args.config, args.overrides)
+    config = with_tuned_search(load_config(args.config, args.overrides), args.overrides)
     set_threads(config.training.threads)
     # What make eval scores (nmt/checkpoints/choose.py), unless --checkpoint names others.
     translator = Translator.from_config(config, split_checkpoint_arguments(args.checkpoint) or None,
                                         keep_attention=args.attention is not None)
     attention_dir = Path(args.attention) if args.attention else None
     if attention_dir is not None and not has_alignment(translator.config.model):
-        print("warning: this model has no attention (model.attention = none): "
+        print("warning: this model has no attention (model.rnn.attention = none): "
               "--attention writes nothing", file=sys.stderr)
     if args.input is None and sys.stdin.isatty():
         interactive(translator)
