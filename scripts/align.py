@@ -4,6 +4,7 @@
     python scripts/align.py configs/tatoeba.yaml --gold ../shared/data/align/gold.tsv
     python scripts/align.py configs/tatoeba.yaml --gold GOLD --method grow-diag-final-and
     python scripts/align.py configs/tatoeba.yaml --gold GOLD --weights posterior --method grow-diag-final-and
+    python scripts/align.py configs/tatoeba.yaml --gold GOLD --weights bidirectional --method product
     python scripts/align.py configs/tatoeba.yaml --gold GOLD --aligner eflomal --units char
 
 Input: `Chinese<TAB>English` lines (raw text), `id<TAB>Chinese<TAB>English` (space-separated
@@ -14,7 +15,16 @@ file's units, whatever the model's own units are). The model forced-decodes the 
 model's posterior: the attention times how well each source token alone predicts the English
 token, renormalized) becomes links by --method:
 argmax (each English token to its most attended source word), threshold (every weight >=
---threshold), intersect, union or grow-diag-final-and of the row- and column-wise argmax. The
+--threshold), intersect, union or grow-diag-final-and of the row- and column-wise argmax.
+
+--weights bidirectional aligns with two models: the run's (Chinese → English) and its reverse
+model (English → Chinese, model.direction: reverse: the first such checkpoint in eval.rerank,
+or --reverse PATH), each teacher-forced on the pair, each read as its posterior where it is a
+recurrent model (bidirectional-attention: as its attention). --method then combines the two
+directions (nmt/align/agreement.py, whose constants hold the defaults): grow-diag-final-and,
+intersect or union of each direction's argmax links, or product / mean of the two distributions,
+linking where the score reaches --threshold or both directions' argmax agree.
+The
 model is the one `make eval` scores: a run trained with training.members > 1 aligns as their
 ensemble, by the members' mean attention (or mean posterior); --checkpoint names one model.
 eflomal learns from the training split plus the pairs, both directions, symmetrized by --method
@@ -31,10 +41,10 @@ sleep_while_waiting()  # before anything imports torch
 import argparse
 import sys
 
-from nmt.align.extract import METHODS
+from nmt.align.agreement import DEFAULT_BIDIRECTIONAL_METHOD, DEFAULT_THRESHOLDS
 from nmt.align.links import format_links, parse_pairs, read_gold, read_pairs
-from nmt.align.stage import (ALIGNERS, WEIGHTS, AlignOptions, align, alignment_path, score,
-                             soft_lines, write_evaluation, write_links)
+from nmt.align.stage import (ALIGNERS, ALL_METHODS, WEIGHTS, AlignOptions, align, alignment_path,
+                             score, soft_lines, write_evaluation, write_links)
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
 from nmt.errors import NMTError
@@ -46,7 +56,7 @@ def main(args: argparse.Namespace) -> None:
     config = load_config(args.config, args.overrides)
     set_threads(config.training.threads)
     options = AlignOptions(args.aligner, args.method, args.threshold, args.units, args.checkpoint,
-                           args.layer, args.head, args.weights)
+                           args.layer, args.head, args.weights, args.reverse)
     options.check()
     if args.gold and args.input:
         raise NMTError("give --input (pairs to align) or --gold (the gold file, aligned and scored), "
@@ -90,11 +100,15 @@ if __name__ == "__main__":
                                                "training.members > 1, eval.average's average, "
                                                "else best.pt)")
     parser.add_argument("--aligner", choices=ALIGNERS, default="attention")
-    parser.add_argument("--method", choices=METHODS,
-                        help="attention → links (default argmax); eflomal: intersect, union or "
+    parser.add_argument("--method", choices=ALL_METHODS,
+                        help="attention → links (default argmax); --weights bidirectional: how "
+                             f"the two directions combine (default {DEFAULT_BIDIRECTIONAL_METHOD}); "
+                             "eflomal: intersect, union or "
                              "grow-diag-final-and (the default) of its two directions")
-    parser.add_argument("--threshold", type=float, default=0.5,
-                        help="for --method threshold: the least weight that makes a link")
+    parser.add_argument("--threshold", type=float,
+                        help="for --method threshold: the least weight that makes a link (default "
+                             "0.5); product / mean: the least agreement score (default "
+                             f"{DEFAULT_THRESHOLDS['product']} / {DEFAULT_THRESHOLDS['mean']})")
     parser.add_argument("--units", choices=("char", "word"), default="char",
                         help="eflomal: learn from characters or the training words (default char)")
     parser.add_argument("--layer", type=int,
@@ -105,7 +119,11 @@ if __name__ == "__main__":
     parser.add_argument("--weights", choices=WEIGHTS, default="attention",
                         help="the matrix links come from: the attention (default), or "
                              "posterior: the attention reweighted by how well each source token "
-                             "alone predicts the English token (recurrent models; aligns better)")
+                             "alone predicts the English token (recurrent models; aligns better), "
+                             "or bidirectional: the run's model and its reverse model together")
+    parser.add_argument("--reverse", metavar="PATH",
+                        help="--weights bidirectional: the reverse (English → Chinese) model's "
+                             "checkpoint (default: the first reverse one in eval.rerank)")
     parser.add_argument("--soft", metavar="FILE.jsonl",
                         help="also write each pair's attention matrix, one JSON object a line")
     run_cli(main, parser)

@@ -8,5 +8,7 @@
 - `symmetrize`: grow-diag-final-and, for two directional alignments;
 - `forced`: teacher-forced decoding of the given English → attention matrices (or, for a recurrent
   model, the posterior alignment: the attention reweighted by the English token that came);
-- `aligner`: all of it with a trained checkpoint; `statistical`: eflomal beside it.
+- `aligner`: all of it with a trained checkpoint; `statistical`: eflomal beside it;
+- `bidirectional`: the forward and the reverse (English → Chinese) model both align each pair,
+  and `agreement` combines the two directions (grow-diag-final-and, product, mean, ...).
 """

@@ -2,6 +2,7 @@
 
     aligner = AttentionAligner.from_checkpoint("runs/tatoeba/checkpoints/best.pt")
     aligner = AttentionAligner.from_checkpoints([a, b])  # an ensemble: its members' mean attention
+    # both directions, with a reverse (English → Chinese) model: nmt/align/bidirectional.py
     soft = aligner.soft(pairs)                      # attention per pair, see SoftAlignment
     links = [s.links("argmax") for s in soft]       # {(Chinese char, English token)} per pair
 
@@ -75,6 +76,7 @@ class AttentionAligner:
             self.segmenter = SubwordSegmenter(self.segmenter, Subwords(models["zh"]))
             self.target_pieces = Subwords(models["en"])
         self.step: int | None = None
+        self.paths: list[Path] = []  # the checkpoints, when loaded from files
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str = "auto",
@@ -91,6 +93,7 @@ class AttentionAligner:
         aligner = cls(loaded.model, loaded.config, loaded.src_vocab, loaded.tgt_vocab, loaded.device,
                       batch_size, loaded.subwords)
         aligner.step = loaded.progress.get("step")
+        aligner.paths = loaded.paths
         return aligner
 
     def _tokens(self, pair: AlignPair) -> tuple[list[str], list[str]]:
@@ -112,8 +115,8 @@ class AttentionAligner:
                                    [self.tgt_vocab.encode(t) for _, t in tokens],
                                    self.batch_size, self.device, layer, head, posterior)
         if all(w is None for w in weights) and any(s for s, _ in tokens):
-            log.warning("this model returns no attention weights (model.attention = %s): "
-                        "every alignment is empty", getattr(self.config.model, "attention", "?"))
+            log.warning("this model returns no attention weights (model.rnn.attention = %s): "
+                        "every alignment is empty", self.config.model.rnn.attention)
         return [SoftAlignment(src, tgt, w, coverage(src, pair.src_units),
                               coverage(tgt, pair.tgt_units), len(pair.tgt_units))
                 for (src, tgt), w, pair in zip(tokens, weights, pairs)]

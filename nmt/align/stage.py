@@ -2,6 +2,8 @@
 
 Used by scripts/align.py and `make align` / `make align-eval`. Everything is computed before
 anything is written, and every file is written atomically: a bad input line leaves no output.
+`weights: bidirectional` aligns with the run's forward and reverse models together
+(nmt/align/bidirectional.py).
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from nmt.align.agreement import (AGREEMENTS, BIDIRECTIONAL_METHODS, DEFAULT_BIDIRECTIONAL_METHOD,
+                                 DEFAULT_THRESHOLDS)
 from nmt.align.aligner import AttentionAligner
+from nmt.align.bidirectional import BidirectionalAligner, BidirectionalAlignment
 from nmt.align.extract import METHODS
 from nmt.align.links import AlignPair, Link, format_links
 from nmt.align.metrics import AlignmentScores, score_alignments
@@ -28,16 +33,25 @@ from nmt.model import attention_name
 log = logging.getLogger(__name__)
 
 ALIGNERS = ("attention", "eflomal")
-WEIGHTS = ("attention", "posterior")
+# bidirectional: both directions, each model's posterior where it has one (recurrent models),
+# else its attention; bidirectional-attention: both directions' attention
+BIDIRECTIONAL = ("bidirectional", "bidirectional-attention")
+WEIGHTS = ("attention", "posterior", *BIDIRECTIONAL)
+ALL_METHODS = tuple(dict.fromkeys((*METHODS, *BIDIRECTIONAL_METHODS)))
+THRESHOLDED = ("threshold", *AGREEMENTS)  # the methods --threshold applies to
 
 
 @dataclass
 class AlignOptions:
     aligner: str = "attention"  # attention | eflomal
-    # attention: argmax, threshold, ... (nmt/align/extract.py); eflomal: how its two directions
-    # are symmetrized (intersect, union, grow-diag-final-and); None: argmax / grow-diag-final-and
+    # attention: argmax, threshold, ... (nmt/align/extract.py); bidirectional: how the two
+    # models' directions combine (nmt/align/agreement.py); eflomal: how its two directions are
+    # symmetrized (intersect, union, grow-diag-final-and); None: argmax /
+    # DEFAULT_BIDIRECTIONAL_METHOD / grow-diag-final-and
     method: str | None = None
-    threshold: float = 0.5  # attention, method threshold
+    # the least weight (method threshold: 0.5) or agreement score (product, mean:
+    # DEFAULT_THRESHOLDS) that makes a link; None: that default
+    threshold: float | None = None
     units: str = "char"  # eflomal only: the Chinese it learns from (char | word)
     # attention: default the checkpoint(s) make eval scores (nmt/checkpoints/choose.py): the
     # members' ensemble of a run with training.members > 1, eval.average's averages
@@ -45,24 +59,41 @@ class AlignOptions:
     layer: int | None = None  # attention: a decoder layer's cross-attention (default the model's own)
     head: int | None = None  # attention: one head of it (default their average)
     # attention: the matrix links are read from: the attention itself, or (recurrent models) the
-    # posterior P(source token | the English token that came) (nmt/model/seq2seq.py)
+    # posterior P(source token | the English token that came) (nmt/model/seq2seq.py), or both
+    # directions' (BIDIRECTIONAL)
     weights: str = "attention"
+    # bidirectional: the reverse model's checkpoint (default: the first reverse one of eval.rerank)
+    reverse: str | None = None
 
     def check(self) -> None:
         if self.aligner not in ALIGNERS:
             raise NMTError(f"--aligner {self.aligner}: choose one of {', '.join(ALIGNERS)}")
-        if self.method is None:
-            self.method = "argmax" if self.aligner == "attention" else "grow-diag-final-and"
-        allowed = METHODS if self.aligner == "attention" else SYMMETRIZATIONS
-        if self.method not in allowed:
-            raise NMTError(f"--method {self.method} with --aligner {self.aligner}: choose one of "
-                           f"{', '.join(allowed)}")
         if self.weights not in WEIGHTS:
             raise NMTError(f"--weights {self.weights}: choose one of {', '.join(WEIGHTS)}")
         if self.aligner == "eflomal" and self.weights != "attention":
             raise NMTError(f"--weights {self.weights} reads a model's attention: it needs "
                            f"--aligner attention")
-        if not 0.0 < self.threshold <= 1.0:
+        both = self.weights in BIDIRECTIONAL
+        if self.method is None:
+            self.method = ("grow-diag-final-and" if self.aligner == "eflomal" else
+                           DEFAULT_BIDIRECTIONAL_METHOD if both else "argmax")
+        allowed = (SYMMETRIZATIONS if self.aligner == "eflomal" else
+                   BIDIRECTIONAL_METHODS if both else METHODS)
+        if self.method not in allowed:
+            what = f"--weights {self.weights}" if both else f"--aligner {self.aligner}"
+            hint = ("; product and mean combine two directions: --weights bidirectional"
+                    if self.method in AGREEMENTS else "")
+            raise NMTError(f"--method {self.method} with {what}: choose one of "
+                           f"{', '.join(allowed)}{hint}")
+        if both and (self.layer is not None or self.head is not None):
+            raise NMTError("--layer and --head pick a head of one model; they do not go with "
+                           f"--weights {self.weights}")
+        if self.reverse and not both:
+            raise NMTError("--reverse names the reverse model of --weights bidirectional; add "
+                           "--weights bidirectional or leave --reverse out")
+        if self.threshold is None and self.method in THRESHOLDED:
+            self.threshold = DEFAULT_THRESHOLDS.get(self.method, 0.5)
+        if self.threshold is not None and not 0.0 < self.threshold <= 1.0:
             raise NMTError(f"--threshold {self.threshold}: use a number in (0, 1]")
 
 
@@ -89,14 +120,20 @@ def align(config: Config, pairs: list[AlignPair], options: AlignOptions) -> Alig
     paths = choose_checkpoints(config, options.checkpoint).paths
     aligner = AttentionAligner.from_checkpoints(paths, device=config.training.device,
                                                 batch_size=config.search.batch_size)
-    soft = aligner.soft(pairs, options.layer, options.head, options.weights == "posterior")
-    links = [s.links(options.method, options.threshold) for s in soft]
     description = {"aligner": "attention", "attention": attention_name(asdict(aligner.config.model)),
                    "weights": options.weights, "method": options.method,
                    "checkpoint": ",".join(map(str, paths)), "step": aligner.step,
                    "layer": options.layer, "head": options.head}
-    if options.method == "threshold":
+    if options.method in THRESHOLDED:
         description["threshold"] = options.threshold
+    if options.weights in BIDIRECTIONAL:
+        both = BidirectionalAligner.for_run(config, aligner, options.reverse)
+        soft = both.soft(pairs, posterior=options.weights == "bidirectional")
+        description.update(reverse=str(both.reverse_path), reverse_step=both.reverse_step,
+                           read=both.read)
+    else:
+        soft = aligner.soft(pairs, options.layer, options.head, options.weights == "posterior")
+    links = [s.links(options.method, options.threshold) for s in soft]
     return AlignResult(links, soft, description)
 
 
@@ -128,6 +165,13 @@ def _same_aligner(old: dict, description: dict, gold: str) -> bool:
                ) and old.get("gold") == gold
 
 
+def _same_reverse(old: dict, new: dict) -> bool:
+    """Another bidirectional evaluation stays only while it read the same reverse model."""
+    if not (isinstance(old, dict) and old.get("reverse") and new.get("reverse")):
+        return True
+    return (old["reverse"], old.get("reverse_step")) == (new["reverse"], new.get("reverse_step"))
+
+
 def write_evaluation(path: Path, name: str, gold: str | Path, result: AlignResult,
                      scores: AlignmentScores, command: str | None = None) -> dict:
     """alignment.json: this evaluation at the top level ("aer", "method", ...), and under
@@ -144,11 +188,14 @@ def write_evaluation(path: Path, name: str, gold: str | Path, result: AlignResul
         old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     except (json.JSONDecodeError, UnicodeDecodeError):
         old = {}  # unreadable: start again rather than fail after the work is done
-    kept = (old.get("evaluations") if isinstance(old, dict) and _same_aligner(old, report, str(gold))
-            else None)
-    report["evaluations"] = {**(kept if isinstance(kept, dict) else {}),
-                             evaluation_key(report): {"aer": scores.aer, "precision": scores.precision,
-                                                      "recall": scores.recall}}
+    earlier = (old.get("evaluations") if isinstance(old, dict) and _same_aligner(old, report, str(gold))
+               else None)
+    entry = {"aer": scores.aer, "precision": scores.precision, "recall": scores.recall}
+    if report.get("reverse"):  # a bidirectional evaluation names its reverse model too
+        entry.update(reverse=report["reverse"], reverse_step=report.get("reverse_step"))
+    kept = {key: value for key, value in (earlier if isinstance(earlier, dict) else {}).items()
+            if _same_reverse(value, entry)}
+    report["evaluations"] = {**kept, evaluation_key(report): entry}
     atomic_write_lines(path.with_name("alignment.links.txt"), [format_links(x) for x in result.links])
     atomic_write_json(path, report)
     return report
@@ -156,18 +203,26 @@ def write_evaluation(path: Path, name: str, gold: str | Path, result: AlignResul
 
 def soft_lines(pairs: list[AlignPair], soft: list) -> list[str]:
     """One JSON object a pair: the model's tokens, the units, the attention (T, S) of the model's
-    tokens and the (J, S) rows merged into English units; weights rounded to 4 decimals."""
+    tokens and the (J, S) rows merged into English units; bidirectionally also the reverse
+    model's (S, T) and its (J, S) in the forward's orientation; weights rounded to 4 decimals."""
     lines = []
     for pair, s in zip(pairs, soft):
-        weights, merged = s.weights, s.unit_weights
-        lines.append(json.dumps({
-            "src_tokens": s.src_tokens, "tgt_tokens": s.tgt_tokens,
+        both = isinstance(s, BidirectionalAlignment)
+        forward = s.forward if both else s
+        record = {
+            "src_tokens": forward.src_tokens, "tgt_tokens": forward.tgt_tokens,
             "src_units": pair.src_units, "tgt_units": pair.tgt_units,
-            "src_cover": s.src_cover, "tgt_cover": s.tgt_cover,
-            "weights": None if weights is None else weights.astype(float).round(4).tolist(),
-            "unit_weights": None if merged is None else merged.astype(float).round(4).tolist(),
-        }, ensure_ascii=False))
+            "src_cover": forward.src_cover, "tgt_cover": forward.tgt_cover,
+            "weights": _rounded(forward.weights), "unit_weights": _rounded(forward.unit_weights)}
+        if both:
+            record.update(reverse_weights=_rounded(s.reverse_weights),
+                          reverse_unit_weights=_rounded(s.reverse_unit_weights))
+        lines.append(json.dumps(record, ensure_ascii=False))
     return lines
+
+
+def _rounded(matrix) -> list | None:
+    return None if matrix is None else matrix.astype(float).round(4).tolist()
 
 
 def write_links(path: str | Path, links: list[set[Link]]) -> None:

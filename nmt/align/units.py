@@ -9,7 +9,8 @@ character; a model token then *covers* every unit one of its characters falls in
     pieces ▁Tom ▁seem s ▁to         → covers [0] [1] [1] [2]             (Moses tokens)
 
 A source token's link goes to each character it covers; target pieces covering one English
-token are merged (their attention rows averaged). Normalization may have changed a character
+token are merged (their attention rows averaged; a reverse model's attention over the English
+pieces, a distribution, has their columns summed). Normalization may have changed a character
 (`?` → `？`, full-width digits) or the case (`data.lowercase`): the match is case-blind, and
 where the two spellings differ it falls back to difflib's alignment of the two strings.
 """
@@ -75,3 +76,32 @@ def merge_rows(weights: np.ndarray, tgt_cover: list[list[int]], n_units: int) ->
 def project_source(links: set[Link], src_cover: list[list[int]]) -> set[Link]:
     """Links (model source token k, unit j) → (every character k covers, j)."""
     return {(c, j) for k, j in links for c in src_cover[k]}
+
+
+def sum_columns(weights: np.ndarray, cover: list[list[int]], n_units: int) -> np.ndarray:
+    """(K, P) distributions over the model's P English tokens → (K, J) over the J English units:
+    a unit's column is the sum of the columns of the tokens that cover it (the pieces of a word
+    share its probability); a unit no token covers gets zeros."""
+    merged = np.zeros((weights.shape[0], n_units), dtype=np.float32)  # (K, J)
+    for p, units in enumerate(cover):
+        for j in units:
+            merged[:, j] += weights[:, p]
+    return merged
+
+
+def owners(cover: list[list[int]], n_units: int) -> list[list[int]]:
+    """Per unit, the tokens that cover it: `coverage` read the other way."""
+    tokens_of: list[list[int]] = [[] for _ in range(n_units)]
+    for token, units in enumerate(cover):
+        for unit in units:
+            tokens_of[unit].append(token)
+    return tokens_of
+
+
+def unit_links_to_tokens(links: set[Link], src_tokens: list[str], src_units: list[str],
+                         tgt_tokens: list[str], tgt_units: list[str]) -> set[Link]:
+    """Links between units (Chinese character, English unit) → links between the tokens that
+    cover them, e.g. the words a page shows: a token is linked where one of its units is."""
+    src_of = owners(coverage(src_tokens, src_units), len(src_units))
+    tgt_of = owners(coverage(tgt_tokens, tgt_units), len(tgt_units))
+    return {(k, t) for i, j in links for k in src_of[i] for t in tgt_of[j]}

@@ -26,6 +26,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -235,13 +236,11 @@ class Translator:
         pairs = parse_pairs([f"{zh}\t{en}" for zh, en in zip(zh_lines, en_lines)], "align")
         aligner = self.aligner
         if isinstance(aligner, BidirectionalAligner) and method in (None, *BIDIRECTIONAL_METHODS):
-            soft = aligner.soft(pairs)
-            method = method or DEFAULT_BIDIRECTIONAL_METHOD
-        else:
-            forward = aligner.forward if isinstance(aligner, BidirectionalAligner) else aligner
-            soft = forward.soft(pairs, posterior=has_posterior(self.model))
-            method = method or "grow-diag-final-and"
-        return [sorted(pair.links(method)) for pair in soft]
+            both = method or DEFAULT_BIDIRECTIONAL_METHOD
+            return [sorted(pair.links(both)) for pair in aligner.soft(pairs)]
+        forward = aligner.forward if isinstance(aligner, BidirectionalAligner) else aligner
+        soft = forward.soft(pairs, posterior=has_posterior(self.model))
+        return [sorted(pair.links(method or "grow-diag-final-and")) for pair in soft]
 
     @functools.cached_property
     def aligner(self) -> AttentionAligner | BidirectionalAligner:
@@ -254,7 +253,8 @@ class Translator:
         reverse = next((r for r in rescorers if r.reverse), None)
         if reverse is None:
             return forward
-        return BidirectionalAligner(forward, reverse.model, reverse.path)
+        # eval.rerank's reverse model, loaded and checked against this one's vocabularies there
+        return BidirectionalAligner(forward, cast(TranslationModel, reverse.model), reverse.path)
 
     def translation_of(self, src_tokens: list[str], hyps: list[Hypothesis]) -> Translation:
         """The Translation of a segmented source from its searched hypotheses, best first."""

@@ -14,11 +14,11 @@ import pytest
 import torch
 from random_checkpoint import single_thread, write_random_checkpoint
 
-from helpers import REPO
+from helpers import REPO, as_family
 from nmt.align.aligner import AttentionAligner
 from nmt.align.forced import forced_attention
 from nmt.align.links import parse_pairs, read_pairs
-from nmt.align.stage import WEIGHTS, AlignOptions, align
+from nmt.align.stage import AlignOptions, align
 from nmt.align.statistical import align_with_eflomal, characters
 from nmt.data.vocab import BOS_ID
 from nmt.decoding.translate import translate_token_ids
@@ -38,7 +38,7 @@ def _one_thread():
 @pytest.mark.parametrize("query", ["previous", "current"])
 def test_forced_decoding_is_the_attention_of_training_and_of_search(smoke, query):
     torch.manual_seed(0)
-    model = build_model(replace(smoke.model, attention_query=query), 12, 10)
+    model = build_model(as_family(smoke.model, attention_query=query), 12, 10)
     src = [[4, 5, 6], [7, 8, 9, 10, 11], [4]]
     tgt = [[4, 5], [6, 7, 8, 9], [5, 5, 5]]
     model.train()  # forced decoding must switch dropout off itself
@@ -78,8 +78,8 @@ def test_posterior_alignment_is_bayes_rule_over_the_attention(smoke, monkeypatch
     """P(j | y_i) ∝ a_ij p(y_i | c_i = h_j): brute force, one forward pass per (i, j) with the
     attention of step i replaced by a one-hot at j (and every other step as it was)."""
     torch.manual_seed(0)
-    model = build_model(replace(smoke.model, attention_query=query, input_feeding=input_feeding,
-                                rnn=rnn), 12, 10).eval()
+    model = build_model(as_family(smoke.model, attention_query=query, input_feeding=input_feeding,
+                                  cell=rnn), 12, 10).eval()
     src, tgt = [4, 5, 6, 7], [4, 5, 6]
     s, s_len, t_in = torch.tensor([src]), torch.tensor([len(src)]), torch.tensor([[BOS_ID] + tgt])
     _, attention = model(s, s_len, t_in)  # (1, T, S)
@@ -115,7 +115,7 @@ def test_posterior_alignment_is_bayes_rule_over_the_attention(smoke, monkeypatch
 
 def test_posterior_alignment_needs_a_recurrent_model_with_attention(smoke):
     src, tgt = [[4, 5, 6]], [[4, 5]]
-    transformer = build_model(replace(smoke.model, architecture="transformer"), 12, 10)
+    transformer = build_model(as_family(smoke.model, "transformer"), 12, 10)
     with pytest.raises(NMTError, match="--weights posterior needs a recurrent model"):
         forced_attention(transformer, src, tgt, posterior=True)
     rnn = build_model(smoke.model, 12, 10)
@@ -123,19 +123,19 @@ def test_posterior_alignment_needs_a_recurrent_model_with_attention(smoke):
         forced_attention(rnn, src, tgt, layer=0, posterior=True)
     with pytest.raises(NMTError, match="every member of an ensemble"):
         forced_attention(Ensemble([rnn, transformer]), src, tgt, posterior=True)
-    flat = build_model(replace(smoke.model, attention="none"), 12, 10)
+    flat = build_model(as_family(smoke.model, attention="none"), 12, 10)
     assert forced_attention(flat, src, tgt, posterior=True) == [None]
 
 
 def test_a_chosen_layer_and_head_of_a_transformer(smoke):
     torch.manual_seed(0)
-    config = replace(smoke.model, architecture="transformer", encoder_layers=2, decoder_layers=2)
+    config = as_family(smoke.model, "transformer", encoder_layers=2, decoder_layers=2)
     model = build_model(config, 12, 10).eval()
     src, tgt = [[4, 5, 6], [7, 8, 9, 10, 11]], [[4, 5], [6, 7, 8, 9]]
     own = forced_attention(model, src, tgt)  # the alignment layer (the last), heads averaged
     last = forced_attention(model, src, tgt, layer=-1)
     first = forced_attention(model, src, tgt, layer=0)
-    heads = [forced_attention(model, src, tgt, layer=1, head=h) for h in range(config.heads)]
+    heads = [forced_attention(model, src, tgt, layer=1, head=h) for h in range(config.transformer.heads)]
     for i in range(len(src)):
         np.testing.assert_allclose(own[i], last[i], atol=1e-6)
         np.testing.assert_allclose(np.mean([h[i] for h in heads], axis=0), own[i], atol=1e-6)
@@ -157,7 +157,7 @@ def test_a_run_with_members_aligns_as_the_ensemble_make_eval_scores(smoke):
     second = write_random_checkpoint(config.run_dir / "member2" / "checkpoints" / "best.pt",
                                      replace(config, seed=99))
     pairs = parse_pairs(["汤姆喜欢猫。\tTom likes cats.", "玛丽喜欢狗。\tMary likes dogs."])
-    for weights in WEIGHTS:  # the attention, then the posterior: the members' mean of each
+    for weights in ("attention", "posterior"):  # the members' mean of each
         result = align(config, pairs, AlignOptions(weights=weights))
         assert result.description["checkpoint"] == f"{first},{second}"
         alone = [AttentionAligner.from_checkpoint(path, device="cpu").soft(
@@ -198,7 +198,7 @@ def test_aligner_units_and_no_attention(tmp_path, smoke):
     assert all(i in range(6) for i, _ in links)  # ... to Chinese characters
     assert soft[1].links() == set() and soft[2].links() == set()
 
-    none = replace(smoke, model=replace(smoke.model, attention="none"))
+    none = replace(smoke, model=as_family(smoke.model, attention="none"))
     flat = write_random_checkpoint(tmp_path / "none.pt", none)
     assert AttentionAligner.from_checkpoint(flat, device="cpu").align(pairs) == [set(), set(), set()]
 
@@ -281,7 +281,8 @@ def test_eflomal_aligns_a_tiny_corpus():
 @pytest.mark.parametrize("architecture, attention", [("rnn", "additive"), ("transformer", "4-head")])
 def test_alignment_json_names_the_attention_as_the_results_table_does(smoke, architecture,
                                                                       attention):
-    config = replace(smoke, model=replace(smoke.model, architecture=architecture, heads=4))
+    heads = {"heads": 4} if architecture == "transformer" else {}
+    config = replace(smoke, model=as_family(smoke.model, architecture, **heads))
     write_random_checkpoint(config.run_dir / "checkpoints" / "best.pt", config)
     pairs = parse_pairs(["汤姆喜欢猫。\tTom likes cats."])
     result = align(config, pairs, AlignOptions())
