@@ -12,10 +12,11 @@ same split.
 
 import argparse
 import json
+import logging
 from pathlib import Path
 
 from nmt.cli import run_cli
-from nmt.config.loader import load_config
+from nmt.config.loader import load_saved_config
 from nmt.data.prepare import load_prepared
 from nmt.errors import NMTError
 from nmt.evaluation.significance import paired_bootstrap
@@ -36,11 +37,12 @@ def references_of(results_file: Path, results: dict) -> list[str]:
     if not config_path.is_file():
         raise NMTError(f"{config_path}: missing, so the references are unknown; "
                        f"pass --references FILE")
-    prepared = load_prepared(load_config(config_path))
+    prepared = load_prepared(load_saved_config(config_path))  # saved by any version
     return read_lines(prepared.text(results["split"], "en"))
 
 
 def main(args: argparse.Namespace) -> None:
+    logging.getLogger("sacrebleu").setLevel(logging.WARNING)  # its progress lines, not ours
     (file_a, a), (file_b, b) = read_results(Path(args.a)), read_results(Path(args.b))
     if a["split"] != b["split"]:
         raise NMTError(f"{file_a} scores the {a['split']} split but {file_b} the {b['split']} "

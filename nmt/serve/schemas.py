@@ -40,7 +40,8 @@ class LineResult(BaseModel):
                     "null for a model without attention or a line of nothing")
     links: list[tuple[int, int]] = Field(
         description="[source index, target index] word links read from the attention "
-                    "(grow-diag-final-and of both directions' argmax)")
+                    "(grow-diag-final-and of both directions' argmax); with a reverse model in "
+                    "the run's eval.rerank, from both models' attention combined")
     layers: list[list[list[list[float]]]] | None = Field(
         description="a Transformer's every decoder layer's every head, layers × heads × target × "
                     "source; null for a model with one attention")

@@ -16,13 +16,13 @@ from random_checkpoint import SRC_WORDS, TGT_WORDS, single_thread, write_random_
 
 from helpers import REPO
 from nmt.align import bidirectional
-from nmt.align.agreement import DEFAULT_BIDIRECTIONAL_METHOD, combine
+from nmt.align.agreement import DEFAULT_BIDIRECTIONAL_METHOD, DEFAULT_THRESHOLDS, combine
 from nmt.align.aligner import AttentionAligner, SoftAlignment
 from nmt.align.bidirectional import BidirectionalAligner, BidirectionalAlignment
 from nmt.align.forced import forced_attention
 from nmt.align.links import join_units, parse_pairs, read_gold
 from nmt.align.metrics import score_alignments
-from nmt.align.stage import AlignOptions, AlignResult, align, write_evaluation
+from nmt.align.stage import AlignOptions, AlignResult, align, evaluation_key, write_evaluation
 from nmt.align.units import unit_links_to_tokens
 from nmt.config.loader import save_config
 from nmt.data.prepare import prepare
@@ -163,8 +163,9 @@ def test_the_script_aligns_from_both_directions_end_to_end(trained, tmp_path, mo
     assert _align_here(monkeypatch, *args, "--gold", str(gold), "--weights", "bidirectional",
                        "--reverse", str(reverse), "--method", "product") == 0
     report = json.loads((config.run_dir / "alignment.json").read_text(encoding="utf-8"))
-    assert {f"bidirectional {DEFAULT_BIDIRECTIONAL_METHOD}", "bidirectional product 0.25"} <= set(
-        report["evaluations"])
+    default = evaluation_key({"weights": "bidirectional", "method": DEFAULT_BIDIRECTIONAL_METHOD,
+                              "threshold": DEFAULT_THRESHOLDS.get(DEFAULT_BIDIRECTIONAL_METHOD)})
+    assert {default, "bidirectional product 0.25"} <= set(report["evaluations"])
     pairs, output, soft = tmp_path / "pairs.tsv", tmp_path / "pairs.links", tmp_path / "soft.jsonl"
     pairs.write_text("汤姆喜欢猫。\tTom likes cats.\n\n", encoding="utf-8")
     assert _align_here(monkeypatch, *args, *rerank, "--input", str(pairs), "--output", str(output),

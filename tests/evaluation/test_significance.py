@@ -66,3 +66,25 @@ def test_compare_script_prints_the_difference(tmp_path):
                            str(tmp_path / "b"), "--references", str(tmp_path / "refs.en")],
                           cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 2 and "same split" in done.stderr
+
+
+def test_compare_reads_the_references_of_a_run_folder(smoke_config):
+    """Without --references: the split of the run's saved config (any version's shape)."""
+    from nmt.config.loader import save_config
+    from nmt.data.prepare import prepare
+    from nmt.io import read_lines
+
+    references = read_lines(prepare(smoke_config).text("test", "en"))
+    runs = []
+    for name, lines in (("a", references), ("b", [" ".join(r.split()[:-1]) for r in references])):
+        run = smoke_config.run_dir.parent / name
+        run.mkdir(parents=True)
+        save_config(smoke_config, run / "config.yaml")
+        (run / "hyp.en").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        (run / "results.json").write_text(json.dumps(
+            {"split": "test", "hypotheses": str(run / "hyp.en")}), encoding="utf-8")
+        runs.append(str(run))
+    done = subprocess.run([sys.executable, "scripts/compare.py", *runs], cwd=REPO,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "BLEU 100.00" in done.stdout and "B - A  -" in done.stdout
