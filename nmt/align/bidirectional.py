@@ -33,7 +33,7 @@ from nmt.align.aligner import AttentionAligner, SoftAlignment
 from nmt.align.forced import forced_attention
 from nmt.align.links import AlignPair, Link
 from nmt.align.units import project_source, sum_columns
-from nmt.checkpoints.choose import check_compatible
+from nmt.checkpoints.choose import check_compatible, rerank_checkpoints
 from nmt.checkpoints.file import load_checkpoint, model_from_checkpoint
 from nmt.config.schema import Config
 from nmt.errors import NMTError
@@ -99,7 +99,7 @@ def run_reverse(config: Config, forward: AttentionAligner, path: str | Path | No
     without one is an NMTError that says what to train."""
     if path:
         return load_reverse(path, forward)
-    for candidate in config.eval.rerank:
+    for candidate in rerank_checkpoints(config):  # eval.rerank's, then the reverse members
         checkpoint = load_checkpoint(candidate)
         direction = (checkpoint.get("config", {}).get("model") or {}).get("direction", "forward")
         if direction == "reverse":

@@ -86,7 +86,24 @@ def configured_checkpoints(config: Config) -> list[Path]:
     with training.members > 1 (an ensemble)."""
     if config.eval.ensemble:
         return [Path(p) for p in config.eval.ensemble]
+    return _chosen_in(config, forward_member_dirs(config))
+
+
+def forward_member_dirs(config: Config) -> list[Path]:
+    """The run folders of the members that translate: all but the last training.reverse_members."""
     run_dirs = member_run_dirs(config)
+    return run_dirs[: len(run_dirs) - config.training.reverse_members]
+
+
+def rerank_checkpoints(config: Config) -> list[str]:
+    """The rescoring models of make eval: eval.rerank's, then each reverse member's checkpoint
+    (training.reverse_members), chosen as eval.average or eval.checkpoint say."""
+    reverse_dirs = member_run_dirs(config)[len(forward_member_dirs(config)):]
+    return [*config.eval.rerank, *(str(p) for p in _chosen_in(config, reverse_dirs))]
+
+
+def _chosen_in(config: Config, run_dirs: list[Path]) -> list[Path]:
+    """Each run folder's checkpoint: the average eval.average asks for, else eval.checkpoint."""
     if config.eval.average:
         how, count = parse_average(config.eval.average)
         return [write_average(run_dir, how, count, allow_fewer=True) for run_dir in run_dirs]

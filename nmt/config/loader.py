@@ -143,10 +143,17 @@ def _check_together(config: Config, source: str) -> None:
     if config.eval.average and config.eval.ensemble:
         raise NMTError(f"{source}: eval.average and eval.ensemble are both set; choose one "
                        f"(an averaged checkpoint file can be one of the ensemble's members)")
-    if len(config.eval.rerank_weights) != len(config.eval.rerank):
+    rescorers = len(config.eval.rerank) + config.training.reverse_members
+    if len(config.eval.rerank_weights) != rescorers:
         raise NMTError(f"{source}: eval.rerank_weights has {len(config.eval.rerank_weights)} "
-                       f"weight(s) but eval.rerank names {len(config.eval.rerank)} checkpoint(s); "
-                       f"give one weight per rescoring model, e.g. eval.rerank_weights=[0.5]")
+                       f"weight(s) but there are {rescorers} rescoring model(s) (eval.rerank names "
+                       f"{len(config.eval.rerank)}, training.reverse_members trains "
+                       f"{config.training.reverse_members}); give one weight each, e.g. "
+                       f"eval.rerank_weights=[0.5]")
+    if config.training.reverse_members >= config.training.members:
+        raise NMTError(f"{source}: training.reverse_members ({config.training.reverse_members}) "
+                       f"must be below training.members ({config.training.members}): at least "
+                       f"one member translates")
     if model.direction == "reverse" and config.training.distill_from:
         raise NMTError(f"{source}: training.distill_from gives English targets, but a "
                        f"model.direction = reverse model writes Chinese; leave one of them out")

@@ -169,6 +169,11 @@ class TrainingConfig:
     # Models of this recipe trained side by side, one process each with seed + k and cores ÷
     # members threads, and decoded as an ensemble (nmt/training/members.py); 1: one model
     members: int = field(default=1, metadata=positive)
+    # Of those members, how many (the last ones) train the reverse direction, English → Chinese
+    # (model.direction: reverse), as channel models: make eval, translate and serve rerank the
+    # forward members' n-best with them (eval.rerank_weights: one weight per eval.rerank
+    # checkpoint, then one per reverse member; noisy-channel reranking, Yee et al., 2019)
+    reverse_members: int = field(default=0, metadata=non_negative)
     batch_tokens: int = field(default=2000, metadata=positive)  # target tokens per batch (global)
     max_length: int = field(default=50, metadata=positive)  # drop longer training pairs (tokens)
     optimizer: Literal["adam", "adamw"] = "adam"  # adamw: weight decay decoupled from the gradient

@@ -35,7 +35,7 @@ from nmt.align.agreement import BIDIRECTIONAL_METHODS, DEFAULT_BIDIRECTIONAL_MET
 from nmt.align.aligner import AttentionAligner
 from nmt.align.bidirectional import BidirectionalAligner
 from nmt.align.links import parse_pairs
-from nmt.checkpoints.choose import choose_checkpoints, load_chosen
+from nmt.checkpoints.choose import choose_checkpoints, load_chosen, rerank_checkpoints
 from nmt.config.loader import load_saved_config
 from nmt.config.tuned import with_tuned_search
 from nmt.config.schema import Config, SearchConfig
@@ -151,14 +151,14 @@ class Translator:
                     device: str | None = None, keep_attention: bool = True) -> Translator:
         """The checkpoint(s) `make eval` scores for `config` (nmt/checkpoints/choose.py), or
         those named; decoding as `config.search` says, its n-best reranked by eval.rerank's models
-        when the config names any."""
+        and the run's reverse members (training.reverse_members) when it has any."""
         paths = choose_checkpoints(config, checkpoint).paths
         translator = cls.from_checkpoints(paths, config.search, device or config.training.device,
                                           keep_attention, config.model.architecture)
         translator.run_name = config.name
-        if config.eval.rerank:  # n-best reranking, as make eval scores it (nmt/decoding/rerank.py)
-            translator.reranker = Reranker.load(config.eval.rerank, config.eval.rerank_weights,
-                                                translator)
+        rescorers = rerank_checkpoints(config)
+        if rescorers:  # n-best reranking, as make eval scores it (nmt/decoding/rerank.py)
+            translator.reranker = Reranker.load(rescorers, config.eval.rerank_weights, translator)
         return translator
 
     @classmethod

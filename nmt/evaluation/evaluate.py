@@ -53,7 +53,7 @@ def evaluate(config: Config, checkpoint: str | Path | list | None = None, prepar
     translator = Translator.from_config(config, chosen.paths, keep_attention=False)
     for member in chosen.paths:  # an ensemble's members were checked against the first one
         _check_same_data(config, translator.config, member)
-    if config.eval.rerank:
+    if translator.reranker is not None:  # eval.rerank or the run's reverse members
         chosen = dataclasses.replace(chosen, label=label or rerank_label(chosen.label))
         if config.search.beam_size == 1:
             log.warning("eval.rerank with search.beam_size = 1: one candidate per sentence, "

@@ -112,12 +112,14 @@ def _eval_label(config: dict) -> str | None:
     """The label of what `make eval` scores with this saved config (nmt/checkpoints/choose.py):
     the members' ensemble, each averaged as eval.average says, or the average, or (None) the
     run's own checkpoint."""
-    members = (config.get("training") or {}).get("members") or 1
-    average = (config.get("eval") or {}).get("average")
+    training, evaluation = config.get("training") or {}, config.get("eval") or {}
+    forward = (training.get("members") or 1) - (training.get("reverse_members") or 0)
+    average = evaluation.get("average")
     averaged = average_label(*parse_average(average)) if average else None
-    if members > 1:
-        return f"ensemble.{averaged}" if averaged else "ensemble"
-    return averaged
+    label = (f"ensemble.{averaged}" if averaged else "ensemble") if forward > 1 else averaged
+    if evaluation.get("rerank") or training.get("reverse_members"):  # make eval reranks
+        return "rerank" if label is None else f"{label}.rerank"
+    return label
 
 
 def as_report_row(entry: dict) -> dict:

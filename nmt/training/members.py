@@ -33,13 +33,19 @@ from nmt.runtime import usable_cores
 
 def member_config(config: Config, k: int) -> Config:
     """Member k's config: member 1 is `config` itself, member k >= 2 a run of its own in
-    runs/<name>/member<k>/ with seed + k - 1 (and training.members = 1: it is one model)."""
+    runs/<name>/member<k>/ with seed + k - 1 (and training.members = 1: it is one model). The
+    last training.reverse_members members train English → Chinese (model.direction: reverse):
+    the channel models make eval reranks with (nmt/checkpoints/choose.py)."""
     if k == 1:
         return config
     run_dir = member_run_dirs(config)[k - 1]
+    training = config.training
+    reverse = k > training.members - training.reverse_members
+    model = dataclasses.replace(config.model, direction="reverse") if reverse else config.model
     return dataclasses.replace(
         config, name=run_dir.name, runs_dir=str(run_dir.parent), seed=config.seed + k - 1,
-        training=dataclasses.replace(config.training, members=1))
+        model=model, training=dataclasses.replace(training, members=1, reverse_members=0),
+        eval=dataclasses.replace(config.eval, rerank=[], rerank_weights=[]))
 
 
 def member_configs(config: Config) -> list[Config]:

@@ -177,9 +177,9 @@ def test_list_overrides_parse():
 
 
 @pytest.mark.parametrize("keys, message", [
-    ({"rerank": ["a.pt"]}, "eval.rerank_weights has 0 weight(s) but eval.rerank names 1 checkpoint(s)"),
+    ({"rerank": ["a.pt"]}, "eval.rerank_weights has 0 weight(s) but there are 1 rescoring model(s)"),
     ({"rerank": ["a.pt"], "rerank_weights": [0.5, 1.0]}, "eval.rerank_weights has 2 weight(s)"),
-    ({"rerank_weights": [0.5]}, "eval.rerank_weights has 1 weight(s) but eval.rerank names 0"),
+    ({"rerank_weights": [0.5]}, "eval.rerank_weights has 1 weight(s) but there are 0 rescoring"),
     ({"rerank": ["a.pt"], "rerank_weights": [-0.5]}, "eval.rerank_weights = [-0.5] is not allowed"),
     ({"rerank": "a.pt", "rerank_weights": [0.5]}, "eval.rerank = 'a.pt' must be a list"),
 ])

@@ -86,3 +86,44 @@ def test_members_must_be_positive(tmp_path):
     path.write_text("training:\n  members: 0\n", encoding="utf-8")
     with pytest.raises(NMTError, match=r"exp\.yaml: training\.members = 0"):
         load_config(path)
+
+
+def test_reverse_members_are_the_last_and_rerank_the_forward_ones(tmp_path):
+    """training.reverse_members: the last members train English → Chinese; make eval's ensemble
+    is the forward members, its rescorers eval.rerank's then the reverse members'."""
+    from helpers import REPO
+    from nmt.checkpoints.choose import forward_member_dirs, rerank_checkpoints
+    from nmt.config.loader import load_config
+    from nmt.errors import NMTError
+    from nmt.training.members import member_configs
+
+    config = load_config(REPO / "configs" / "smoke.yaml", [
+        f"runs_dir={tmp_path}", "training.members=3", "training.reverse_members=1",
+        "eval.rerank_weights=[0.1]"])
+    directions = [member.model.direction for member in member_configs(config)]
+    assert directions == ["forward", "forward", "reverse"]
+    assert [d.name for d in forward_member_dirs(config)] == ["smoke", "member2"]
+    for member in member_configs(config)[1:]:
+        (member.run_dir / "checkpoints").mkdir(parents=True)
+        (member.run_dir / "checkpoints" / "best.pt").write_bytes(b"")
+    assert rerank_checkpoints(config) == [str(tmp_path / "smoke" / "member3" / "checkpoints" / "best.pt")]
+    with pytest.raises(NMTError, match="below training.members"):
+        load_config(REPO / "configs" / "smoke.yaml", ["training.members=2",
+                                                      "training.reverse_members=2",
+                                                      "eval.rerank_weights=[0.1, 0.1]"])
+
+
+@pytest.mark.e2e
+def test_a_reverse_member_trains_beside_the_forward_ones_and_reranks_them(smoke_config):
+    config = with_members(smoke_config, 2, max_steps=10)
+    config = replace(config, training=replace(config.training, reverse_members=1),
+                     eval=replace(config.eval, rerank_weights=[0.5]))
+    run_dir = train(config, command="python scripts/train.py smoke")
+    reverse = load_checkpoint(run_dir / "member2" / "checkpoints" / "best.pt")
+    assert reverse["config"]["model"]["direction"] == "reverse"
+    assert reverse["src_vocab"] == load_checkpoint(run_dir / "checkpoints" / "best.pt")["tgt_vocab"]
+    results = evaluate(config)
+    assert results["label"] == "rerank" and results["checkpoints"] == [
+        str(run_dir / "checkpoints" / "best.pt")]
+    assert results["rerank"] == [str(run_dir / "member2" / "checkpoints" / "best.pt")]
+    assert results["rerank_weights"] == [0.5]
