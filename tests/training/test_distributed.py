@@ -286,18 +286,21 @@ def test_a_world_the_members_do_not_divide_is_refused_before_joining(monkeypatch
     assert Distributed.from_env("cpu", members=2) == Distributed()
 
 
-# configs/tatoeba.yaml itself (training.members: 2), only sized to the tiny corpus and cut short;
-# a validated checkpoint every 2 steps keeps the 5 that its eval.average (best:5) asks for.
+# configs/tatoeba.yaml with its two forward members only (the reverse member left out: three
+# ranks on two cores), sized to the tiny corpus and cut short; a validated checkpoint every 2
+# steps keeps the 5 that its eval.average (best:5) asks for.
 TATOEBA = REPO / "configs" / "tatoeba.yaml"
 TATOEBA_STEPS = 10
 TATOEBA_TINY = ["data.dev_size=20", "data.test_size=20", "data.src_subword_vocab=60",
                 "data.tgt_subword_vocab=60", f"training.max_steps={TATOEBA_STEPS}",
-                "training.validate_every=2", "training.checkpoint_every=2"]
+                "training.validate_every=2", "training.checkpoint_every=2",
+                "training.members=2", "training.reverse_members=0", "eval.rerank_weights=[]"]
 
 
 @needs_gloo
 def test_the_default_trains_its_two_members_one_rank_each_under_torchrun(tmp_path):
-    """make train NPROC=2: rank 0 trains member 1 in runs/<name>/, rank 1 member 2 beside it."""
+    """make train NPROC=2 (two members): rank 0 trains member 1 in runs/<name>/, rank 1 member 2
+    beside it."""
     corpus = write_tiny_corpus(tmp_path / "raw" / "cmn.txt")
     overrides = [f"data.corpus={corpus}", f"data.prepared_dir={tmp_path / 'prepared'}",
                  f"runs_dir={tmp_path / 'runs'}", *TATOEBA_TINY]
