@@ -84,3 +84,15 @@ def as_family(model, architecture: str | None = None, **changes):
     return dataclasses.replace(model, **{key: value for key, value in changes.items() if key in shared},
                                **{architecture: section})
 
+
+def run_align_script(monkeypatch, *args: str) -> int:
+    """scripts/align.py in this process (no second torch import): its exit status."""
+    import runpy
+    import sys
+
+    monkeypatch.setattr(sys, "argv", ["align.py", *args])
+    try:
+        runpy.run_path(str(REPO / "scripts" / "align.py"), run_name="__main__")
+    except SystemExit as exit:
+        return int(exit.code or 0)
+    return 0

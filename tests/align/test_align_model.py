@@ -4,7 +4,6 @@ align script writes one line per pair, and eflomal (when installed) aligns a tin
 from __future__ import annotations
 
 import json
-import runpy
 import subprocess
 import sys
 from dataclasses import replace
@@ -14,7 +13,7 @@ import pytest
 import torch
 from random_checkpoint import single_thread, write_random_checkpoint
 
-from helpers import REPO, as_family
+from helpers import run_align_script, REPO, as_family
 from nmt.align.aligner import AttentionAligner
 from nmt.align.forced import forced_attention
 from nmt.align.links import parse_pairs, read_pairs
@@ -209,14 +208,6 @@ def _align(*args: str) -> subprocess.CompletedProcess:
                           timeout=120, cwd=REPO)
 
 
-def _align_here(monkeypatch, *args: str) -> int:
-    """The script in this process (no second torch import): its exit status."""
-    monkeypatch.setattr(sys, "argv", ["align.py", *args])
-    try:
-        runpy.run_path(str(REPO / "scripts" / "align.py"), run_name="__main__")
-    except SystemExit as exit:
-        return int(exit.code or 0)
-    return 0
 
 
 @pytest.mark.e2e
@@ -237,24 +228,24 @@ def test_script_one_line_per_pair_gold_scores_and_bad_lines(tmp_path, smoke, mon
     gold.write_text("a\t汤 姆 喜 欢 猫 。\tTom likes cats .\t0-0 1-0 2-1 3-1 4-2 5-3\t\n"
                     "b\t玛 丽 喜 欢 狗 。\tMary likes dogs .\t0-0 1-0 2-1 3-1 4-2 5-3\t2-0\n",
                     encoding="utf-8")
-    assert _align_here(monkeypatch, *config, "--gold", str(gold)) == 0
+    assert run_align_script(monkeypatch, *config, "--gold", str(gold)) == 0
     assert "AER" in capsys.readouterr().out
     report = json.loads((smoke.run_dir / "alignment.json").read_text(encoding="utf-8"))
     assert report["pairs"] == 2 and 0.0 <= report["aer"] <= 1.0 and report["method"] == "argmax"
     assert report["counts"]["sure"] == 12 and report["counts"]["predicted"] >= 8
     assert len((smoke.run_dir / "alignment.links.txt").read_text().splitlines()) == 2
-    assert _align_here(monkeypatch, *config, "--gold", str(gold), "--weights", "posterior",
+    assert run_align_script(monkeypatch, *config, "--gold", str(gold), "--weights", "posterior",
                        "--method", "grow-diag-final-and") == 0
     assert "AER" in capsys.readouterr().out
     report = json.loads((smoke.run_dir / "alignment.json").read_text(encoding="utf-8"))
     assert report["weights"] == "posterior" and report["method"] == "grow-diag-final-and"
-    assert _align_here(monkeypatch, *config, "--gold", str(gold), "--aligner", "eflomal",
+    assert run_align_script(monkeypatch, *config, "--gold", str(gold), "--aligner", "eflomal",
                        "--weights", "posterior") == 2
     assert "--weights posterior reads a model's attention" in capsys.readouterr().err
 
     bad = tmp_path / "bad.tsv"
     bad.write_text("汤姆喜欢猫。\tTom likes cats.\n玛丽喜欢狗。 Mary likes dogs.\n", encoding="utf-8")
-    assert _align_here(monkeypatch, *config, "--input", str(bad), "--output",
+    assert run_align_script(monkeypatch, *config, "--input", str(bad), "--output",
                        str(tmp_path / "bad.links")) == 2
     assert f"{bad}:2" in capsys.readouterr().err and not (tmp_path / "bad.links").exists()
 

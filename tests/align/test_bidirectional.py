@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 from random_checkpoint import SRC_WORDS, TGT_WORDS, single_thread, write_random_checkpoint
 
-from helpers import REPO
+from helpers import run_align_script, REPO
 from nmt.align import bidirectional
 from nmt.align.agreement import DEFAULT_BIDIRECTIONAL_METHOD, DEFAULT_THRESHOLDS, combine
 from nmt.align.aligner import AttentionAligner, SoftAlignment
@@ -129,13 +129,6 @@ GOLD = ("a\t汤 姆 喜 欢 猫 。\tTom likes cats .\t0-0 1-0 2-1 3-1 4-2 5-3\t
         "b\t玛 丽 喜 欢 狗 。\tMary likes dogs .\t0-0 1-0 2-1 3-1 4-2 5-3\t2-0\n")
 
 
-def _align_here(monkeypatch, *args: str) -> int:
-    monkeypatch.setattr(sys, "argv", ["align.py", *args])
-    try:
-        runpy.run_path(str(REPO / "scripts" / "align.py"), run_name="__main__")
-    except SystemExit as exit:
-        return int(exit.code or 0)
-    return 0
 
 
 def test_the_script_aligns_from_both_directions_end_to_end(trained, tmp_path, monkeypatch, capsys):
@@ -146,7 +139,7 @@ def test_the_script_aligns_from_both_directions_end_to_end(trained, tmp_path, mo
             f"data.prepared_dir={config.data.prepared_dir}", f"runs_dir={config.runs_dir}",
             "training.device=cpu"]
     rerank = [f"eval.rerank=[{reverse}]", "eval.rerank_weights=[0.0]"]
-    assert _align_here(monkeypatch, *args, *rerank, "--gold", str(gold),
+    assert run_align_script(monkeypatch, *args, *rerank, "--gold", str(gold),
                        "--weights", "bidirectional") == 0
     assert "AER" in capsys.readouterr().out
     report = json.loads((config.run_dir / "alignment.json").read_text(encoding="utf-8"))
@@ -160,7 +153,7 @@ def test_the_script_aligns_from_both_directions_end_to_end(trained, tmp_path, mo
     assert all(written)
 
     # --reverse instead of eval.rerank; product; the soft matrices of both directions
-    assert _align_here(monkeypatch, *args, "--gold", str(gold), "--weights", "bidirectional",
+    assert run_align_script(monkeypatch, *args, "--gold", str(gold), "--weights", "bidirectional",
                        "--reverse", str(reverse), "--method", "product") == 0
     report = json.loads((config.run_dir / "alignment.json").read_text(encoding="utf-8"))
     default = evaluation_key({"weights": "bidirectional", "method": DEFAULT_BIDIRECTIONAL_METHOD,
@@ -168,7 +161,7 @@ def test_the_script_aligns_from_both_directions_end_to_end(trained, tmp_path, mo
     assert {default, "bidirectional product 0.25"} <= set(report["evaluations"])
     pairs, output, soft = tmp_path / "pairs.tsv", tmp_path / "pairs.links", tmp_path / "soft.jsonl"
     pairs.write_text("汤姆喜欢猫。\tTom likes cats.\n\n", encoding="utf-8")
-    assert _align_here(monkeypatch, *args, *rerank, "--input", str(pairs), "--output", str(output),
+    assert run_align_script(monkeypatch, *args, *rerank, "--input", str(pairs), "--output", str(output),
                        "--weights", "bidirectional-attention", "--method", "mean",
                        "--soft", str(soft)) == 0
     assert output.read_text(encoding="utf-8").split("\n")[1:] == ["", ""]
@@ -222,7 +215,7 @@ def test_a_run_without_a_reverse_model_is_told_what_to_train(trained, tmp_path, 
             "training.device=cpu"]
     source = tmp_path / "pairs.tsv"
     source.write_text("汤姆喜欢猫。\tTom likes cats.\n", encoding="utf-8")
-    assert _align_here(monkeypatch, *args, "--input", str(source), "--weights", "bidirectional") == 2
+    assert run_align_script(monkeypatch, *args, "--input", str(source), "--weights", "bidirectional") == 2
     err = capsys.readouterr().err
     assert "train configs/tatoeba_reverse.yaml" in err and "Traceback" not in err
 
