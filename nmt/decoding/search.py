@@ -221,7 +221,8 @@ class Beams(Generic[M, S]):
     scores: Tensor  # (A, W) log-probabilities of the open hypotheses
     prev: Tensor  # (A*W,) their last tokens
     history: Tensor  # (A*W, t) tokens so far
-    src_mask: Tensor  # (A*W, S) the real source tokens of each row's sentence
+    src_mask: Tensor  # (A*W, S) the real source tokens of each row's sentence (kept in
+    # step with the rows only when coverage is)
     scoring: Scoring
     coverage: Tensor | None = None  # (A*W, S) attention summed over the steps so far, when β > 0
     step_weights: Tensor | None = None  # (A*W, S) this step's attention, when β > 0
@@ -308,8 +309,9 @@ class Beams(Generic[M, S]):
         self.history = torch.cat([self.history[alive_rows], self.prev.unsqueeze(1)], dim=1)
         self.attention = None if self.attention is None else self.attention[alive_rows]
         if self.coverage is not None and self.step_weights is not None:
+            # the mask follows the rows only where the coverage penalty reads it
             self.coverage = (self.coverage + self.step_weights)[alive_rows]
-        self.src_mask = self.src_mask[alive_rows]
+            self.src_mask = self.src_mask[alive_rows]
         self.state = self.state.select(alive_rows)
         if self.width == 1:  # from now on K rows per sentence
             self.width = k
@@ -356,8 +358,8 @@ class Beams(Generic[M, S]):
         self.memory, self.state = self.memory.select(keep_rows), self.state.select(keep_rows)
         self.prev, self.history = self.prev[keep_rows], self.history[keep_rows]
         self.attention = None if self.attention is None else self.attention[keep_rows]
-        self.coverage = None if self.coverage is None else self.coverage[keep_rows]
-        self.src_mask = self.src_mask[keep_rows]
+        if self.coverage is not None:
+            self.coverage, self.src_mask = self.coverage[keep_rows], self.src_mask[keep_rows]
 
 
 def replace_unknowns(tokens: list[str], ids: list[int], attention, src_tokens: list[str]

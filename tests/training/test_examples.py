@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -9,6 +10,7 @@ from random_checkpoint import single_thread
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from nmt.align.links import parse_pairs
+from nmt.config.schema import ModelConfig
 from nmt.training.board import Board
 from nmt.data.batching import load_examples
 from nmt.data.vocab import Vocab
@@ -50,17 +52,24 @@ def test_heatmap_marks_gold_cells():
     assert red.sum() > 50 and not ((plain[..., 0] > 200) & (plain[..., 1] < 60)).any()
 
 
-def test_the_gold_pair_of_the_dev_set_gets_a_marked_heatmap(smoke_config, tmp_path):
-    prepared = prepare(smoke_config)
+def dev_with_gold(config, tmp_path, possible: str):
+    """The prepared tiny dev set, its vocabularies, and a made-up gold line for dev pair 5 (Sure
+    link 0-0, Possible links `possible`) in tmp_path/gold.tsv."""
+    prepared = prepare(config)
     zh, en = read_lines(prepared.text("dev", "zh")), read_lines(prepared.tokens("dev", "en"))
     src_vocab, tgt_vocab = Vocab.load(prepared.vocab("zh")), Vocab.load(prepared.vocab("en"))
     src_tokens = [line.split() for line in read_lines(prepared.tokens("dev", "zh"))]
     dev = DevSet(load_examples(prepared.tokens("dev", "zh"), prepared.tokens("dev", "en"),
                                src_vocab, tgt_vocab), src_tokens, read_lines(prepared.text("dev", "en")))
-    units = " ".join(zh[5].replace(" ", ""))  # a made-up gold line for dev pair 5
+    units = " ".join(zh[5].replace(" ", ""))
     gold = tmp_path / "gold.tsv"
-    gold.write_text(f"x\t{units}\t{en[5]}\t0-0\t0-0 1-0\n", encoding="utf-8")
-    en_tokens = [line.split() for line in en]
+    gold.write_text(f"x\t{units}\t{en[5]}\t0-0\t{possible}\n", encoding="utf-8")
+    return dev, zh, [line.split() for line in en], src_vocab, tgt_vocab, gold
+
+
+def test_the_gold_pair_of_the_dev_set_gets_a_marked_heatmap(smoke_config, tmp_path):
+    dev, zh, en_tokens, src_vocab, tgt_vocab, gold = dev_with_gold(smoke_config, tmp_path, "0-0 1-0")
+    src_tokens = dev.src_tokens
     shown = DevExamples.choose(src_tokens, zh, en_tokens, 3, str(gold))
     assert shown.indices[0] == 5 and list(shown.gold) == [5] and len(set(shown.indices)) == 3
     assert DevExamples.choose(src_tokens, zh, en_tokens, 3, str(gold)).indices == shown.indices
@@ -75,3 +84,19 @@ def test_the_gold_pair_of_the_dev_set_gets_a_marked_heatmap(smoke_config, tmp_pa
     board.close()
     events = EventAccumulator(str(tmp_path / "tensorboard"), size_guidance={"images": 0}).Reload()
     assert sorted(events.Tags()["images"]) == ["attention_gold/0", "posterior_gold/0"]
+
+
+def test_a_transformers_gold_pair_gets_its_attention_heatmap_only(smoke_config, tmp_path):
+    """A Transformer offers no posterior alignment (nmt.model.has_posterior, not hasattr: every
+    model has the method): its cross-attention only."""
+    dev, zh, en_tokens, src_vocab, tgt_vocab, gold = dev_with_gold(smoke_config, tmp_path, "0-0")
+    shown = DevExamples.choose(dev.src_tokens, zh, en_tokens, 2, str(gold))
+    torch.manual_seed(0)
+    config = replace(ModelConfig(architecture="transformer"), dropout=0.0)
+    model = build_model(config, len(src_vocab), len(tgt_vocab))
+    board = Board(tmp_path / "tensorboard")
+    with single_thread():
+        shown.log_gold(board, model, dev, 10, "cpu")
+    board.close()
+    events = EventAccumulator(str(tmp_path / "tensorboard"), size_guidance={"images": 0}).Reload()
+    assert sorted(events.Tags()["images"]) == ["attention_gold/0"]
