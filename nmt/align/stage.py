@@ -24,7 +24,8 @@ from nmt.align.statistical import align_with_eflomal
 from nmt.align.symmetrize import SYMMETRIZATIONS
 from nmt.checkpoints.choose import choose_checkpoints
 from nmt.config.schema import Config
-from nmt.data.prepare import load_prepared
+from nmt.data.prepare import PreparedData, load_prepared
+from nmt.data.subword import merge_pieces
 from nmt.data.tokenize import make_tokenizers
 from nmt.errors import NMTError
 from nmt.io import atomic_write_json, atomic_write_lines, atomic_write_text, read_lines
@@ -104,13 +105,19 @@ class AlignResult:
     description: dict  # what made the links, for alignment.json
 
 
+def training_words(prepared: PreparedData, lang: str) -> list[list[str]]:
+    """The training split's words, one list a pair. Subword pieces are merged back into words:
+    eflomal learns from the same units as the pairs it aligns, whose English is gold words."""
+    lines = [line.split() for line in read_lines(prepared.tokens("train", lang))]
+    return [merge_pieces(pieces) for pieces in lines] if prepared.subword else lines
+
+
 def align(config: Config, pairs: list[AlignPair], options: AlignOptions) -> AlignResult:
     """Links for every pair, by the model of `config`'s run or by eflomal on its training split."""
     options.check()
     if options.aligner == "eflomal":
         prepared = load_prepared(config)
-        train_src, train_tgt = ([line.split() for line in read_lines(prepared.tokens("train", lang))]
-                                for lang in ("zh", "en"))
+        train_src, train_tgt = (training_words(prepared, lang) for lang in ("zh", "en"))
         segmenter, _ = make_tokenizers(config.data)
         links = align_with_eflomal(pairs, train_src, train_tgt, options.units, segmenter,
                                    options.method)

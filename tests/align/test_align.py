@@ -13,9 +13,10 @@ import pytest
 from nmt.align.extract import extract_links
 from nmt.align.links import format_links, join_units, parse_links, parse_pairs, read_gold
 from nmt.align.metrics import paired_bootstrap, score_alignments
-from nmt.align.stage import AlignOptions, AlignResult, write_evaluation
+from nmt.align.stage import AlignOptions, AlignResult, training_words, write_evaluation
 from nmt.align.symmetrize import grow_diag_final_and
 from nmt.align.units import coverage, merge_rows, project_source
+from nmt.data.prepare import PreparedData
 from nmt.errors import NMTError
 from nmt.evaluation.report import collect_runs, format_table
 
@@ -223,3 +224,11 @@ def test_compare_alignments_script(tmp_path, monkeypatch, capsys):
     one_line.write_text("0-0\n", encoding="utf-8")
     assert run(gold, one_line, good) == 2
     assert "1 lines of links for 2 gold pairs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("subword, words", [(True, [["Run", "."], ["I", "'m", "reading", "."]]),
+                                            (False, [["▁R", "un", "▁."], ["▁I", "▁'", "m", "▁read", "ing", "▁."]])])
+def test_eflomal_learns_from_words_not_subword_pieces(tmp_path, subword, words):
+    # The gold's English is words: eflomal trained on pieces ("▁R un") never sees them together.
+    (tmp_path / "train.tok.en").write_text("▁R un ▁.\n▁I ▁' m ▁read ing ▁.\n", encoding="utf-8")
+    assert training_words(PreparedData(tmp_path, subword=subword), "en") == words
