@@ -21,6 +21,7 @@ from nmt.config.schema import SearchConfig
 from nmt.data.batching import in_model_order
 from nmt.data.vocab import BOS_ID, PAD_ID
 from nmt.decoding.hypothesis import Hypothesis, reversed_hypothesis
+from nmt.decoding.rerank import Reranker
 from nmt.decoding.search import search
 from nmt.decoding.workers import search_batches, worker_count
 from nmt.model import MAX_SOURCE_TOKENS, TranslationModel, inference, target_order
@@ -29,7 +30,7 @@ from nmt.model import MAX_SOURCE_TOKENS, TranslationModel, inference, target_ord
 def decode_ids(model: TranslationModel, src_ids: list[list[int]], config: SearchConfig,
                device: torch.device | str | None = None, keep_attention: bool = False,
                progress: Callable[[int], None] | None = None,
-               workers: int = 1) -> list[list[Hypothesis]]:
+               workers: int = 1, reranker: Reranker | None = None) -> list[list[Hypothesis]]:
     """Search every sentence of `src_ids` (source ids, no <s>/</s>); per sentence its n-best list.
 
     Sentences are sorted by length into batches of `config.batch_size` (less padding) and
@@ -38,7 +39,8 @@ def decode_ids(model: TranslationModel, src_ids: list[list[int]], config: Search
     `progress(n)` is called after each batch with the number of sentences it held. A
     right_to_left model's hypotheses come back in reading order (see the module docstring).
     `workers`: processes searching batches side by side (nmt/decoding/workers.py; 0: one per
-    thread); the hypotheses are the same as with one.
+    thread); the hypotheses are the same as with one. `reranker` reorders each batch's n-best
+    lists where the batch was searched, so the workers rescore side by side too.
     """
     device = torch.device(device) if device is not None else next(model.parameters()).device
     reverse = target_order(model) == "right_to_left"
@@ -53,20 +55,29 @@ def decode_ids(model: TranslationModel, src_ids: list[list[int]], config: Search
     batches = [order[start:start + config.batch_size]
                for start in range(0, len(order), config.batch_size)]
 
-    def search_batch(batch: list[int]) -> list[list[Hypothesis]]:
+    def search_batch(batch: list[int]) -> tuple[list[list[Hypothesis]], float]:
         rows = [list(src_ids[i])[:MAX_SOURCE_TOKENS] for i in batch]
         lengths = torch.tensor([len(r) for r in rows])  # (B,)
         src = torch.full((len(rows), int(lengths.max())), PAD_ID, dtype=torch.long)  # (B, S)
         for row, ids in enumerate(rows):
             src[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-        return search(model, src.to(device), lengths.to(device), config=config,
-                      keep_attention=keep_attention)
+        found = search(model, src.to(device), lengths.to(device), config=config,
+                       keep_attention=keep_attention)
+        if reverse:
+            found = [[reversed_hypothesis(h) for h in hyps] for hyps in found]
+        if reranker is None:
+            return found, 0.0
+        before = reranker.seconds
+        found = reranker.rerank(rows, found, config)
+        return found, reranker.seconds - before
 
+    forks = worker_count(workers, len(batches), device)
     with inference(model):
-        for batch, found in search_batches(search_batch, batches,
-                                           worker_count(workers, len(batches), device)):
+        for batch, (found, rerank_seconds) in search_batches(search_batch, batches, forks):
             for i, hyps in zip(batch, found):
-                results[i] = [reversed_hypothesis(h) for h in hyps] if reverse else hyps
+                results[i] = hyps
+            if reranker is not None and forks > 1:
+                reranker.seconds += rerank_seconds  # a forked worker counted on its own copy
             if progress is not None:
                 progress(len(batch))
     return results  # type: ignore[return-value]

@@ -203,9 +203,9 @@ class Translator:
         # With rescoring models the whole beam is the n-best list they choose from.
         searched = search if self.reranker is None else dataclasses.replace(search, n_best=search.beam_size)
         found = decode_ids(self.model, src_ids, searched, self.device, keep_attention=keep,
-                           progress=progress, workers=search.workers)
+                           progress=progress, workers=search.workers, reranker=self.reranker)
         if self.reranker is not None:
-            found = [hyps[: search.n_best] for hyps in self.reranker.rerank(src_ids, found, search)]
+            found = [hyps[: search.n_best] for hyps in found]
         return [self.translation_of(src, hyps) for src, hyps in zip(sources, found)]
 
     def cross_attention(self, translation: Translation) -> np.ndarray | None:

@@ -5,6 +5,7 @@ keys or checkpoints are named."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import runpy
 import sys
@@ -97,7 +98,7 @@ def test_weight_zero_changes_nothing(smoke, main_checkpoint, r2l_checkpoint):
 
 
 def test_a_large_weight_picks_what_the_rescoring_model_scores_best(smoke, main_checkpoint,
-                                                                   r2l_checkpoint):
+                                                                   r2l_checkpoint, tmp_path):
     search, weight = smoke.search, 1e4
     translator = Translator.from_checkpoint(main_checkpoint, search=search, device="cpu")
     src_ids, found = _n_best(translator, search)
@@ -121,6 +122,23 @@ def test_a_large_weight_picks_what_the_rescoring_model_scores_best(smoke, main_c
     expected = [translator.translation_of(translator.segment(line), [hyps[0]]).text
                 for line, hyps in zip(LINES, reranked)]
     assert texts == expected + [""]
+    assert reranker.seconds > 0
+
+    # Two search workers rescore their own batches where they searched them: the same choice,
+    # and the time they spent rescoring is counted here.
+    translator.search = replace(search, batch_size=1, workers=2)
+    spent, rerank, pids = reranker.seconds, reranker.rerank, tmp_path / "pids"
+
+    def rerank_where(*args):
+        with pids.open("a") as file:
+            file.write(f"{os.getpid()}\n")
+        return rerank(*args)
+
+    reranker.rerank = rerank_where
+    assert [t.text for t in translator.translate(LINES + [""])] == texts
+    assert reranker.seconds > spent
+    assert str(os.getpid()) not in pids.read_text().split() and len(pids.read_text().split()) == 6
+    translator.search, reranker.rerank = search, rerank
 
     # make translate and serve: a config naming eval.rerank gives a Translator that reranks
     config = replace(smoke, eval=replace(smoke.eval, rerank=[str(r2l_checkpoint)],
