@@ -18,13 +18,14 @@ from __future__ import annotations
 import multiprocessing
 import sys
 from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import torch
 
 from nmt.runtime import pin_to_cores, usable_cores
 
 # What the workers search, set before they are forked (a fork inherits it; nothing is pickled).
-_search_batch: Callable[[list[int]], list] | None = None
+_search_batch: Callable[[list[int]], Any] | None = None
 _batches: list[list[int]] = []
 
 
@@ -36,8 +37,11 @@ def worker_count(workers: int, batches: int, device: torch.device) -> int:
     return max(1, min(workers or torch.get_num_threads(), batches))
 
 
-def search_batches(search_batch: Callable[[list[int]], list], batches: list[list[int]],
-                   workers: int) -> Iterator[tuple[list[int], list]]:
+Found = TypeVar("Found")
+
+
+def search_batches(search_batch: Callable[[list[int]], Found], batches: list[list[int]],
+                   workers: int) -> Iterator[tuple[list[int], Found]]:
     """(batch, search_batch(batch)) for every batch, in the order they finish.
 
     With workers > 1 they are searched in that many forked processes, this process's threads
@@ -68,5 +72,5 @@ def _start_worker(cores_of_worker, threads: int) -> None:
     pin_to_cores(cores_of_worker.get())
 
 
-def _search(index: int) -> tuple[int, list]:
+def _search(index: int) -> tuple[int, Any]:
     return index, _search_batch(_batches[index])  # type: ignore[misc]
