@@ -31,6 +31,17 @@ def read_results(path: Path) -> tuple[Path, dict]:
     return file, json.loads(file.read_text(encoding="utf-8"))
 
 
+def hypotheses_of(results_file: Path, results: dict) -> list[str]:
+    """The outputs the results scored: the file they name, else the file of that name beside
+    them (a run folder copied or moved keeps its outputs but not the path it recorded)."""
+    recorded = Path(results["hypotheses"])
+    for path in (recorded, results_file.parent / recorded.name):
+        if path.is_file():
+            return read_lines(path)
+    raise NMTError(f"{results_file}: its outputs {recorded} are gone, and no {recorded.name} lies "
+                   f"beside it; run `make eval` again")
+
+
 def references_of(results_file: Path, results: dict) -> list[str]:
     """The English references of the split the results scored, from the run's saved config."""
     config_path = results_file.parent / "config.yaml"
@@ -49,7 +60,7 @@ def main(args: argparse.Namespace) -> None:
                        f"split: compare outputs of the same split")
     references = (read_lines(args.references) if args.references
                   else references_of(file_a, a))
-    baseline, system = read_lines(a["hypotheses"]), read_lines(b["hypotheses"])
+    baseline, system = hypotheses_of(file_a, a), hypotheses_of(file_b, b)
     if not len(references) == len(baseline) == len(system):
         raise NMTError(f"{len(references)} references, {len(baseline)} lines in "
                        f"{a['hypotheses']}, {len(system)} in {b['hypotheses']}: not one split")

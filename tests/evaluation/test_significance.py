@@ -60,6 +60,20 @@ def test_compare_script_prints_the_difference(tmp_path):
                           cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "B - A" in done.stdout and "95% interval" in done.stdout and "p = " in done.stdout
+
+    # A run folder copied elsewhere: its outputs are found beside its results, or named as gone.
+    (tmp_path / "b").rename(tmp_path / "b_copy")
+    done = subprocess.run([sys.executable, "scripts/compare.py", str(tmp_path / "a"),
+                           str(tmp_path / "b_copy"), "--references", str(tmp_path / "refs.en")],
+                          cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    (tmp_path / "b_copy" / "hyp.en").unlink()
+    done = subprocess.run([sys.executable, "scripts/compare.py", str(tmp_path / "a"),
+                           str(tmp_path / "b_copy"), "--references", str(tmp_path / "refs.en")],
+                          cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 2 and "hyp.en are gone" in done.stderr and "Traceback" not in done.stderr
+    (tmp_path / "b_copy").rename(tmp_path / "b")
+    (tmp_path / "b" / "hyp.en").write_text("\n".join(SYSTEM_B) + "\n", encoding="utf-8")
     (tmp_path / "b" / "results.json").write_text(json.dumps(
         {"split": "dev", "hypotheses": str(tmp_path / "b" / "hyp.en")}), encoding="utf-8")
     done = subprocess.run([sys.executable, "scripts/compare.py", str(tmp_path / "a"),
