@@ -86,13 +86,14 @@ def native_bf16(device: torch.device) -> bool:
                for check in ("_is_amx_tile_supported", "_is_avx512_bf16_supported"))
 
 
-def use_bf16(setting: bool | str, device: torch.device) -> bool:
-    """`training.bf16`: auto turns bf16 autocast on where the hardware does bf16 natively."""
+def use_bf16(setting: bool | str, device: torch.device, key: str = "training.bf16") -> bool:
+    """`training.bf16` (or `search.bf16`, named by `key`): auto turns bf16 autocast on where the
+    hardware does bf16 natively."""
     if setting == "auto":
         return native_bf16(device)
     if setting and not native_bf16(device):
-        log.warning("training.bf16 = true, but this %s has no native bfloat16 arithmetic: training "
-                    "will be slower than in float32; use auto or false", device.type.upper())
+        log.warning("%s = true, but this %s has no native bfloat16 arithmetic: it will run slower "
+                    "than in float32; use auto or false", key, device.type.upper())
     return bool(setting)
 
 

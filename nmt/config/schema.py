@@ -265,6 +265,9 @@ class SearchConfig:
     # Processes searching batches side by side on the CPU, the threads shared among them
     # (nmt/decoding/workers.py); 0: one per thread (training.threads), 1: all in one process.
     workers: int = field(default=0, metadata=non_negative)
+    # bfloat16 autocast for the search and the rescoring, as training.bf16: auto where the
+    # hardware computes bf16 natively (AMX, AVX-512 BF16, a GPU); scores are kept in float32.
+    bf16: Literal["auto", True, False] = False
 
 
 @dataclass

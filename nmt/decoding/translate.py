@@ -30,7 +30,8 @@ from nmt.model import MAX_SOURCE_TOKENS, TranslationModel, inference, target_ord
 def decode_ids(model: TranslationModel, src_ids: list[list[int]], config: SearchConfig,
                device: torch.device | str | None = None, keep_attention: bool = False,
                progress: Callable[[int], None] | None = None,
-               workers: int = 1, reranker: Reranker | None = None) -> list[list[Hypothesis]]:
+               workers: int = 1, reranker: Reranker | None = None,
+               bf16: bool = False) -> list[list[Hypothesis]]:
     """Search every sentence of `src_ids` (source ids, no <s>/</s>); per sentence its n-best list.
 
     Sentences are sorted by length into batches of `config.batch_size` (less padding) and
@@ -40,7 +41,8 @@ def decode_ids(model: TranslationModel, src_ids: list[list[int]], config: Search
     right_to_left model's hypotheses come back in reading order (see the module docstring).
     `workers`: processes searching batches side by side (nmt/decoding/workers.py; 0: one per
     thread); the hypotheses are the same as with one. `reranker` reorders each batch's n-best
-    lists where the batch was searched, so the workers rescore side by side too.
+    lists where the batch was searched, so the workers rescore side by side too. `bf16`: both
+    under bfloat16 autocast (search.bf16).
     """
     device = torch.device(device) if device is not None else next(model.parameters()).device
     reverse = target_order(model) == "right_to_left"
@@ -61,15 +63,17 @@ def decode_ids(model: TranslationModel, src_ids: list[list[int]], config: Search
         src = torch.full((len(rows), int(lengths.max())), PAD_ID, dtype=torch.long)  # (B, S)
         for row, ids in enumerate(rows):
             src[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-        found = search(model, src.to(device), lengths.to(device), config=config,
-                       keep_attention=keep_attention)
-        if reverse:
-            found = [[reversed_hypothesis(h) for h in hyps] for hyps in found]
-        if reranker is None:
-            return found, 0.0
-        before = reranker.seconds
-        found = reranker.rerank(rows, found, config)
-        return found, reranker.seconds - before
+        # Autocast is entered here, in the process that searches: a forked worker's own thread.
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            found = search(model, src.to(device), lengths.to(device), config=config,
+                           keep_attention=keep_attention)
+            if reverse:
+                found = [[reversed_hypothesis(h) for h in hyps] for hyps in found]
+            if reranker is None:
+                return found, 0.0
+            before = reranker.seconds
+            found = reranker.rerank(rows, found, config)
+            return found, reranker.seconds - before
 
     forks = worker_count(workers, len(batches), device)
     with inference(model):

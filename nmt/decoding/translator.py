@@ -56,6 +56,7 @@ from nmt.decoding.search import replace_unknowns
 from nmt.decoding.translate import alignment_heads, attention_layers, decode_ids
 from nmt.errors import NMTError
 from nmt.model import MAX_SOURCE_TOKENS, TranslationModel, has_alignment, has_posterior
+from nmt.runtime import use_bf16
 
 log = logging.getLogger(__name__)
 
@@ -203,10 +204,15 @@ class Translator:
         # With rescoring models the whole beam is the n-best list they choose from.
         searched = search if self.reranker is None else dataclasses.replace(search, n_best=search.beam_size)
         found = decode_ids(self.model, src_ids, searched, self.device, keep_attention=keep,
-                           progress=progress, workers=search.workers, reranker=self.reranker)
+                           progress=progress, workers=search.workers, reranker=self.reranker,
+                           bf16=self.uses_bf16(search))
         if self.reranker is not None:
             found = [hyps[: search.n_best] for hyps in found]
         return [self.translation_of(src, hyps) for src, hyps in zip(sources, found)]
+
+    def uses_bf16(self, search: SearchConfig | None = None) -> bool:
+        """Whether `search` (default self.search) decodes under bfloat16 autocast here."""
+        return use_bf16((search or self.search).bf16, self.device, "search.bf16")
 
     def cross_attention(self, translation: Translation) -> np.ndarray | None:
         """Every decoder layer's every head over the source, rows and columns as in

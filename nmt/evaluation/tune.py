@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import sacrebleu
+import torch
 import yaml
 
 from nmt.config.schema import Config, SearchConfig
@@ -80,7 +81,8 @@ def tune(config: Config, report: Callable[[Trial], None] = lambda trial: None,
 
     def search_with(search: SearchConfig) -> list[list[Hypothesis]]:
         return decode_ids(translator.model, src_ids, search, translator.device,
-                          keep_attention=False, workers=search.workers)
+                          keep_attention=False, workers=search.workers,
+                          bf16=translator.uses_bf16(search))
 
     best_search = config.search
     best = measure(describe(best_search), search_with(best_search))
@@ -97,7 +99,9 @@ def tune(config: Config, report: Callable[[Trial], None] = lambda trial: None,
     if reranker is not None:
         n_best = dataclasses.replace(best_search, n_best=best_search.beam_size)
         found = search_with(n_best)
-        terms = reranker.terms(src_ids, found, n_best)
+        with torch.autocast(translator.device.type, dtype=torch.bfloat16,
+                            enabled=translator.uses_bf16(n_best)):  # as make eval rescores
+            terms = reranker.terms(src_ids, found, n_best)
         best = measure(describe(best_search, weights), combine(found, terms, weights))
         for k in range(len(weights)):
             for value in rerank_weights or RERANK_WEIGHTS:

@@ -196,3 +196,30 @@ def test_search_workers_give_the_same_translations_in_order(checkpoint, smoke):
         if a.attention is not None:
             assert np.allclose(a.attention, b.attention)
     assert sum(one_progress) == sum(two_progress) == len(lines) - 1  # the blank line is not searched
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_search_bf16_decodes_under_autocast_where_the_search_runs(checkpoint, smoke, monkeypatch,
+                                                                  tmp_path, workers):
+    """search.bf16 = true: each batch is searched (in a forked worker too) under bfloat16
+    autocast; false: in float32. The outputs keep float32 attention either way."""
+    import nmt.decoding.translate as translate_module
+
+    seen, search = tmp_path / "autocast", translate_module.search
+
+    def recording_search(*args, **kwargs):
+        with seen.open("a") as file:  # a file: a forked worker's list would stay its own
+            file.write(f"{torch.is_autocast_enabled('cpu')}\n")
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(translate_module, "search", recording_search)
+    monkeypatch.setattr("nmt.decoding.translator.use_bf16", lambda setting, device, key: bool(setting))
+    lines = ["汤姆喜欢猫。", "玛丽喜欢狗。", "猫狗"]
+    for bf16 in (True, False):
+        settings = replace(smoke.search, batch_size=1, workers=workers, bf16=bf16)
+        translator = Translator.from_checkpoint(checkpoint, search=settings, device="cpu",
+                                                keep_attention=True)
+        found = translator.translate(lines)
+        assert seen.read_text().split() == [str(bf16)] * len(lines)
+        assert all(t.text for t in found) and all(t.attention.dtype == np.float32 for t in found)
+        seen.unlink()
