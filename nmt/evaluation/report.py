@@ -41,7 +41,7 @@ COLUMNS = [("name", "run"), ("architecture", "architecture"), ("attention", "att
            ("step", "steps"), ("train_seconds", "train time"), ("cpu_seconds", "CPU time"),
            ("dev_bleu", "dev BLEU"),
            ("test_bleu", "test BLEU"), ("bleu_ci", "± 95%"), ("length_ratio", "len. ratio"),
-           ("chrf", "chrF"), ("aer", "AER"),
+           ("chrf", "chrF"), ("sentences_per_second", "sent/s"), ("aer", "AER"),
            ("aer_posterior", "AER post.")]
 # The two extractions of alignment.json's "evaluations" the report shows (nmt/align/stage.py)
 ATTENTION_KEY = evaluation_key({"weights": "attention", "method": "argmax"})
@@ -136,6 +136,7 @@ def _scores(row: dict, results: dict) -> None:
     row["length_ratio"] = results.get("length_ratio")  # output words ÷ reference words
     row["length_buckets"] = results.get("length_buckets")  # not a column: report --lengths
     row["chrf"] = results.get("chrf")
+    row["sentences_per_second"] = results.get("sentences_per_second")  # make eval's decoding speed
 
 
 def _run_row(run: Path) -> tuple[dict, dict | None] | None:
@@ -294,6 +295,8 @@ def format_cell(key: str, value) -> str:
         return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
     if key == "length_ratio":
         return f"{value:.3f}"
+    if key == "sentences_per_second":
+        return f"{value:.0f}"
     if isinstance(value, float):
         return f"{value:.2f}"
     return str(value)

@@ -34,7 +34,7 @@ EXTRACTIONS = [("attention argmax", "attention: argmax"),
                ("eflomal grow-diag-final-and", "eflomal: grow-diag-final-and")]
 RECIPE_COLUMNS = [("parameters", "params"), ("step", "steps"), ("train_seconds", "train time"),
                   ("test_bleu", "test BLEU"), ("bleu_ci", "± 95%"), ("length_ratio", "len. ratio"),
-                  ("chrf", "chrF")]
+                  ("chrf", "chrF"), ("sentences_per_second", "sent/s")]
 
 
 def markers(block: str | None = None) -> tuple[str, str]:

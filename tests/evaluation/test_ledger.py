@@ -33,7 +33,8 @@ def _run(runs: Path, name: str, bleu: float, members: int = 1, command: str | No
         "training": {"members": members}, "eval": {"average": "best:5"}}))
     label = "ensemble.average_best5" if members > 1 else "average_best5"
     (folder / f"results.{label}.json").write_text(json.dumps({
-        "split": "test", "bleu": bleu, "chrf": 50.0, "label": label, **SIGNATURES}))
+        "split": "test", "bleu": bleu, "chrf": 50.0, "sentences_per_second": 70.4, "label": label,
+        **SIGNATURES}))
     (folder / "alignment.json").write_text(json.dumps({"evaluations": {
         "attention argmax": {"aer": 0.281}, "posterior grow-diag-final-and": {"aer": 0.174}}}))
     if command:
@@ -91,8 +92,8 @@ def test_make_docs_writes_the_readme_block_between_its_markers_from_the_ledger(t
     assert text.endswith(f"{end}\n\nmore prose\n") and "\nold\n" not in text
     lines = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line][1:]
     assert lines == [  # the rows `make eval` gives for a config as it is, per machine
-        f"| {AMD} | `configs/tatoeba.yaml` | `tatoeba (ensemble.average_best5)` | - | 100 | 30m00s | 35.30 | - | - | 50.00 |",
-        "| Intel Xeon, 2 threads, bfloat16 | `configs/old.yaml` | `old (ensemble)` | - | - | - | 32.81 | - | - | 50.49 |"]
+        f"| {AMD} | `configs/tatoeba.yaml` | `tatoeba (ensemble.average_best5)` | - | 100 | 30m00s | 35.30 | - | - | 50.00 | 70 |",
+        "| Intel Xeon, 2 threads, bfloat16 | `configs/old.yaml` | `old (ensemble)` | - | - | - | 32.81 | - | - | 50.49 | - |"]
     aer = alignment.read_text()
     assert f"### {AMD}" in aer and "| `tatoeba` | 28.1 | - | - | 17.4 | - |" in aer
     assert "| `tweaked` |" in aer and "prose" in aer

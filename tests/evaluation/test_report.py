@@ -39,7 +39,7 @@ def make_runs(runs: Path) -> None:
         "attention": "additive", "parameters": 9_700_000, "step": 5744, "train_seconds": 1806.0,
         "cpu_seconds": 3500.0,
         "best_dev_bleu": 21.94})
-    _write(runs / "bahdanau" / "results.json", _results(24.41, 40.15))
+    _write(runs / "bahdanau" / "results.json", _results(24.41, 40.15, sentences_per_second=61.7))
     _write(runs / "bahdanau" / "commands.txt",
            "2026-12-03 08:00:00  python scripts/train.py configs/tatoeba.yaml\n"
            "2026-12-03 08:31:00  python scripts/evaluate.py configs/tatoeba.yaml\n")
@@ -125,7 +125,7 @@ def test_plain_and_markdown_tables(tmp_path):
     table = format_table(rows).splitlines()
     assert table[0].split()[:4] == ["run", "architecture", "attention", "query"]
     assert table[2].split() == ["bahdanau", "rnn", "additive", "previous", "none", "9.7M", "5744",
-                                "30m06s", "58m20s", "21.94", "24.41", "-", "-", "40.15", "-", "-"]
+                                "30m06s", "58m20s", "21.94", "24.41", "-", "-", "40.15", "62", "-", "-"]
     markdown = format_markdown(rows).splitlines()
     assert markdown[0].startswith("| run | architecture |") and markdown[1].startswith("|---|")
     assert "| luong (ensemble) | rnn | additive | current | none | 16.7M | - | 50m06s | 1h15m | - | 27.25 | - | - |" in markdown[5]
