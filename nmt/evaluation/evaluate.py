@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import sacrebleu
+import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
@@ -35,6 +36,7 @@ from nmt.errors import NMTError
 from nmt.evaluation.length import format_buckets, length_buckets
 from nmt.evaluation.significance import bleu_interval
 from nmt.io import atomic_write_json, atomic_write_lines, read_lines
+from nmt.runtime import cpu_model
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +134,9 @@ def run_facts(config: Config, translator: Translator, chosen: Chosen, sentences:
         "seconds": round(seconds, 2),
         "sentences_per_second": round(sentences / max(seconds, 1e-9), 2),
         "device": str(translator.device),
+        # where the speed was measured: a figure means little without the machine
+        "cpu": cpu_model(), "threads": torch.get_num_threads(),
+        "dtype": "bfloat16" if translator.uses_bf16() else "float32",
         **reranked,
     }
 
@@ -187,7 +192,9 @@ def format_results(results: dict) -> str:
           if results.get("length_buckets") else []),
         ("chrF", f"{results['chrf']:.2f}"),
         ("beam", str(results["beam_size"])),
-        ("speed", f"{results['sentences_per_second']:.1f} sentences/s on {results['device']}"),
+        ("speed", f"{results['sentences_per_second']:.1f} sentences/s on {results['device']}"
+                  + (f" ({results['cpu']}, {results['threads']} threads, {results['dtype']})"
+                     if "dtype" in results else "")),
         ("checkpoint", f"{results['checkpoint']} (step {results['step']})"
                        + (f" + {len(results['checkpoints']) - 1} more (ensemble)"
                           if len(results.get("checkpoints", [])) > 1 else "")),

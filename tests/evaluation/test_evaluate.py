@@ -54,6 +54,7 @@ def test_results_match_sacrebleu_on_the_written_files(evaluated):
     assert results["beam_size"] == config.search.beam_size == 3
     assert results["checkpoint"] == str(checkpoint) and results["step"] == 40
     assert results["split"] == "test" and results["sentences_per_second"] > 0
+    assert results["dtype"] == "float32" and results["threads"] >= 1 and results["cpu"]
     assert "BLEU" in format_results(results)
     events = list((config.run_dir / "tensorboard").glob("events.out.tfevents.*"))
     assert events

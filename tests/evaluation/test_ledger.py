@@ -51,7 +51,8 @@ def _pages(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 
 def test_a_run_here_replaces_its_own_rows_and_every_other_row_stays(tmp_path):
-    ledger = [_entry("fresh", test_bleu=30.0), _entry("fresh (average_best5)", test_bleu=31.0),
+    ledger = [_entry("fresh", test_bleu=30.0),
+              _entry("fresh (average_best5)", test_bleu=31.0, recipe="`old.yaml`, by hand"),
               _entry("fresh", machine="Intel Xeon, 2 threads, bfloat16", test_bleu=33.0),
               _entry("gone", test_bleu=20.0)]
     _run(tmp_path, "fresh", 34.5)
@@ -59,6 +60,8 @@ def test_a_run_here_replaces_its_own_rows_and_every_other_row_stays(tmp_path):
     assert (AMD, "fresh (average_best5)") in merged and (AMD, "fresh") in merged
     assert merged[(AMD, "fresh (average_best5)")]["test_bleu"] == 34.5  # the run here wins
     assert merged[(AMD, "fresh (average_best5)")]["source"] == f"{tmp_path.as_posix()}/fresh"
+    assert merged[(AMD, "fresh (average_best5)")]["recipe"] == "`old.yaml`, by hand"  # kept
+    assert "recipe" not in merged[(AMD, "fresh")]
     assert merged[(AMD, "fresh")].get("test_bleu") is None  # no results.json here: no old figure
     assert merged[("Intel Xeon, 2 threads, bfloat16", "fresh")]["test_bleu"] == 33.0  # another machine
     assert merged[(AMD, "gone")]["test_bleu"] == 20.0  # a run not here is kept
