@@ -65,14 +65,15 @@ def merge(entries: list[dict], rows: list[dict], runs_dir: str | Path) -> list[d
     """The ledger after reading the run folders: each (machine, run) found among `rows` loses
     its old entries and gets its rows now; every other entry stays as it was. A row that says
     neither where it trained nor an AER (a half-copied folder) is left out. A recipe written into
-    an old entry by hand (what the row is a recipe of) stays on the row that replaces it."""
+    an old entry by hand (what the row is a recipe of) stays on the row that replaces it, in place
+    of the config file's name."""
     fresh = [ledger_entry(row, runs_dir) for row in rows
              if row.get("machine") not in (None, NOT_RECORDED) or row.get("aer") is not None]
     recipes = {(entry["machine"], entry.get("run"), entry["name"]): entry["recipe"]
                for entry in entries if entry.get("recipe")}
     for entry in fresh:
         recipe = recipes.get((entry["machine"], entry["run"], entry["name"]))
-        if recipe and "recipe" not in entry:
+        if recipe:  # said by hand, it says more than the config file's name
             entry["recipe"] = recipe
     replaced = {(entry["machine"], entry["run"]) for entry in fresh}
     kept = [entry for entry in entries if (entry["machine"], entry.get("run")) not in replaced]

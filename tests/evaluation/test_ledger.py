@@ -129,3 +129,13 @@ def test_no_rows_at_all_is_an_error_not_an_empty_table(tmp_path):
     with pytest.raises(NMTError, match="no measured rows"):
         update_docs(tmp_path / "results.jsonl", [], tmp_path / "runs", results)
     assert "\nold\n" in results.read_text()
+
+
+def test_a_recipe_said_by_hand_wins_over_the_config_files_name(tmp_path):
+    runs = tmp_path / "runs"
+    _run(runs, "tatoeba", 35.3, members=2, command="python scripts/train.py configs/tatoeba.yaml")
+    [auto] = [e for e in merge([], collect_runs(runs), runs) if e.get("recipe")]
+    assert auto["recipe"] == "`configs/tatoeba.yaml`"
+    by_hand = dict(auto, recipe="`configs/tatoeba.yaml`, decoded in float32")
+    [kept] = [e for e in merge([by_hand], collect_runs(runs), runs) if e.get("recipe")]
+    assert kept["recipe"] == "`configs/tatoeba.yaml`, decoded in float32"
