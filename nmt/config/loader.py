@@ -143,7 +143,7 @@ def _check_together(config: Config, source: str) -> None:
     if config.eval.average and config.eval.ensemble:
         raise NMTError(f"{source}: eval.average and eval.ensemble are both set; choose one "
                        f"(an averaged checkpoint file can be one of the ensemble's members)")
-    rescorers = len(config.eval.rerank) + config.training.reverse_members
+    rescorers = config.rescoring_models
     if len(config.eval.rerank_weights) != rescorers:
         raise NMTError(f"{source}: eval.rerank_weights has {len(config.eval.rerank_weights)} "
                        f"weight(s) but there are {rescorers} rescoring model(s) (eval.rerank names "

@@ -310,6 +310,12 @@ class Config:
     def run_dir(self) -> Path:
         return Path(self.runs_dir) / self.name
 
+    @property
+    def rescoring_models(self) -> int:
+        """How many models rerank make eval's n-best, one eval.rerank_weights entry each:
+        eval.rerank's checkpoints, then the run's reverse members."""
+        return len(self.eval.rerank) + self.training.reverse_members
+
     def to_dict(self) -> dict:
         """Every key (the model section with the chosen family's keys only), as saved beside a
         run and inside its checkpoints."""

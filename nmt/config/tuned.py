@@ -45,7 +45,7 @@ def with_tuned_search(config: Config, overrides: list[str] | tuple[str, ...] = (
     _check(search, path)
     evaluation = config.eval
     if (rerank_weights is not None and "eval.rerank_weights" not in given
-            and len(rerank_weights) == len(config.eval.rerank) + config.training.reverse_members):
+            and len(rerank_weights) == config.rescoring_models):
         evaluation = dataclasses.replace(config.eval, rerank_weights=[float(w) for w in rerank_weights])
     if search_values or evaluation is not config.eval:
         log.info("search settings tuned on dev (%s): %s%s", path,
