@@ -3,7 +3,7 @@
 A checkpoint holds only tensors, numbers, strings, lists and dicts, so it loads with
 `torch.load(weights_only=True)`: opening a checkpoint file can never run code. The vocabularies
 and the resolved config travel inside it, so translating needs no prepared data. Its contents are
-spelled once, in `make_checkpoint`:
+spelled once, in `make_checkpoint` (what training adds for a resume: `TrainingState`):
 
     {"format": 1, "config": {...}, "src_vocab": [tokens], "tgt_vocab": [tokens],
      "model": state_dict, "optimizer": state_dict | None, "scheduler": state_dict | None,
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import io
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,18 +45,30 @@ STEP_PATTERN = "step_*.pt"
 RESUME_ONLY: dict[str, Any] = {"optimizer": None, "scheduler": None, "rng": []}
 
 
+@dataclass(frozen=True)
+class TrainingState:
+    """What a checkpoint holds besides the weights, the vocabularies and the progress: the
+    optimizer, scheduler and generators only resuming needs, and the moving average of the
+    weights (training.ema_decay). Left empty, the checkpoint is weights-only."""
+
+    optimizer: dict | None = None
+    scheduler: dict | None = None
+    rng: list | None = None  # per rank, rng_state()
+    averaged_model: dict | None = None
+    averaged_updates: int = 0
+
+
 def make_checkpoint(config: dict, src_vocab: list[str], tgt_vocab: list[str], model: dict,
-                    progress: dict, subword: dict | None = None, optimizer: dict | None = None,
-                    scheduler: dict | None = None, rng: list | None = None,
-                    averaged_model: dict | None = None, averaged_updates: int = 0,
-                    **extra: Any) -> dict[str, Any]:
+                    progress: dict, subword: dict | None = None,
+                    training: TrainingState | None = None, **extra: Any) -> dict[str, Any]:
     """The one spelling of a checkpoint's contents (see the module docstring); `extra` adds
-    keys such as "dev_score" or "averaged_from". Without optimizer, scheduler and rng it is a
-    weights-only checkpoint: it translates and is averaged, it does not resume."""
+    keys such as "dev_score" or "averaged_from". Without `training` it is a weights-only
+    checkpoint: it translates and is averaged, it does not resume."""
+    state = TrainingState() if training is None else training
     return {"config": config, "src_vocab": src_vocab, "tgt_vocab": tgt_vocab, "model": model,
-            "optimizer": optimizer, "scheduler": scheduler, "progress": progress,
-            "rng": [] if rng is None else rng, "averaged_model": averaged_model,
-            "averaged_updates": averaged_updates, "subword": subword, **extra}
+            "optimizer": state.optimizer, "scheduler": state.scheduler, "progress": progress,
+            "rng": [] if state.rng is None else state.rng, "averaged_model": state.averaged_model,
+            "averaged_updates": state.averaged_updates, "subword": subword, **extra}
 
 
 def weights_only(checkpoint: dict[str, Any]) -> dict[str, Any]:

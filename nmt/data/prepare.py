@@ -10,6 +10,9 @@ flat in the corpus size, apart from two 8-byte hashes per pair.
 The folder is built under a temporary name and renamed when complete, and every later use checks
 its files against the line counts, sizes and checksums the manifest recorded (nmt/data/cache.py):
 a damaged or partial folder is prepared again, with a warning that names the file.
+
+The folder's paths are in nmt/data/prepared_folder.py (`PreparedData`); the leak check and the
+routing of lines into split files in nmt/data/split_files.py.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ import json
 import logging
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -27,81 +29,17 @@ from tqdm import tqdm
 
 from nmt.config.schema import Config
 from nmt.data.cache import building, check_files, record_files
-from nmt.data.clean import SHARD_FILES, Shard, clean_pairs
+from nmt.data.clean import Shard, clean_pairs
+# The folder's paths live in a file of its own; these names are importable from here too.
+from nmt.data.prepared_folder import LANGS, PreparedData
 from nmt.data.split import SPLIT_CODES, SPLITS, split_hashed
-from nmt.data.subword import apply_subwords, model_file
+from nmt.data.split_files import leak_check, move_shard, route_lines
+from nmt.data.subword import apply_subwords
 from nmt.data.vocab import UNK_ID, Vocab
 from nmt.errors import NMTError
 from nmt.io import atomic_write_json
 
 log = logging.getLogger(__name__)
-
-LANGS = ("zh", "en")
-
-
-@dataclass
-class PreparedData:
-    """The paths of one prepared-data folder."""
-
-    dir: Path
-    subword: bool = False  # prepared with data.subword: the folder holds spm.<lang>.model too
-
-    def text(self, split: str, lang: str) -> Path:
-        """Cleaned sentences, one a line (the references for evaluation)."""
-        return self.dir / f"{_split(split)}.{_lang(lang)}"
-
-    def tokens(self, split: str, lang: str) -> Path:
-        """The same sentences as space-separated tokens: subword pieces with data.subword."""
-        return self.dir / f"{_split(split)}.tok.{_lang(lang)}"
-
-    def source_lines(self, split: str) -> Path:
-        """The corpus line number of each pair, to trace a sentence back to its credit."""
-        return self.dir / f"{_split(split)}.lineno"
-
-    def vocab(self, lang: str) -> Path:
-        return self.dir / f"vocab.{_lang(lang)}"
-
-    def arrays(self, split: str, lang: str) -> Path:
-        """The prefix of the split's token ids: <prefix>.ids.npy and <prefix>.offsets.npy."""
-        return self.dir / f"{_split(split)}.{_lang(lang)}"
-
-    def subword_model(self, lang: str) -> Path:
-        return model_file(self.dir, _lang(lang))
-
-    @property
-    def manifest_path(self) -> Path:
-        return self.dir / "manifest.json"
-
-    @property
-    def manifest(self) -> dict:
-        try:
-            return json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise NMTError(f"{self.manifest_path}: not found; prepare the data first "
-                           f"(`make prepare CONFIG=...`)") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise NMTError(f"{self.manifest_path}: damaged ({error}); delete {self.dir} and "
-                           f"prepare again") from None
-
-    def files(self) -> list[Path]:
-        text = [f(s, lang) for s in SPLITS for lang in LANGS for f in (self.text, self.tokens)]
-        models = [self.subword_model(lang) for lang in LANGS] if self.subword else []
-        arrays = [self.dir / f"{s}.{lang}.{kind}.npy" for s in SPLITS for lang in LANGS
-                  for kind in ("ids", "offsets")]  # nmt/data/token_arrays.py's names
-        return (text + [self.source_lines(s) for s in SPLITS] + [self.vocab(l) for l in LANGS]
-                + models + arrays)
-
-
-def _split(name: str) -> str:
-    if name not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {name!r}")
-    return name
-
-
-def _lang(name: str) -> str:
-    if name not in LANGS:
-        raise ValueError(f"lang must be one of {LANGS}, got {name!r}")
-    return name
 
 
 def prepare(config: Config) -> PreparedData:
@@ -228,14 +166,14 @@ def _build(config: Config, prepared: PreparedData) -> dict:
             log.info("reading the given %s set: %s", split, sources.name)
             given[split] = clean_pairs(sources, data, work / split, {}, checksums,
                                        dedup=False, length_filter=False)
-            _move_shard(given[split], prepared, split)
+            move_shard(given[split], prepared, split)
     shard = clean_pairs(data.corpus, data, work / "corpus", counts, checksums)
-    keep = _leak_check(shard, given, counts)
+    keep = leak_check(shard, given, counts)
     carve = {s: getattr(data, f"{s}_size") for s in ("test", "dev") if s not in given}
     codes = np.full(len(shard), 255, np.uint8)  # 255: dropped by the leak check
     codes[keep] = (split_hashed(shard.zh_hashes[keep], shard.en_hashes[keep], carve,
                                 data.split_seed) if carve else SPLIT_CODES["train"])
-    sizes = _route(shard, codes, prepared, [s for s in SPLITS if s not in given])
+    sizes = route_lines(shard, codes, prepared, [s for s in SPLITS if s not in given])
     sizes |= {split: len(held) for split, held in given.items()}
     shutil.rmtree(work)
 
@@ -264,53 +202,6 @@ def _build(config: Config, prepared: PreparedData) -> dict:
         "arrays": arrays,  # sentences, tokens and id type of each <split>.<lang>.ids.npy
         "inputs": _fingerprints(_input_files(config), checksums),
     }
-
-
-def _leak_check(shard: Shard, given: dict[str, Shard], counts: dict) -> np.ndarray:
-    """Indices of the corpus pairs that share no sentence with a given dev or test set
-    (casefolded, as the split compares them); the others are counted as leaked_into_<split>."""
-    keep = np.ones(len(shard), bool)
-    for split, held in given.items():
-        leaked = keep & (np.isin(shard.zh_hashes, held.zh_hashes)
-                         | np.isin(shard.en_hashes, held.en_hashes))
-        counts[f"leaked_into_{split}"] = int(leaked.sum())
-        if leaked.any():
-            log.warning("dropped %d training pairs that share a sentence with the given %s set",
-                        int(leaked.sum()), split)
-        keep &= ~leaked
-    return np.flatnonzero(keep)
-
-
-def _move_shard(shard: Shard, prepared: PreparedData, split: str) -> None:
-    """A given split's shard files become that split's files."""
-    for lang in LANGS:
-        shard.path(lang).replace(prepared.text(split, lang))
-        shard.path(f"tok.{lang}").replace(prepared.tokens(split, lang))
-    shard.path("lineno").replace(prepared.source_lines(split))
-
-
-def _route(shard: Shard, codes: np.ndarray, prepared: PreparedData, splits: list[str]) -> dict:
-    """Each line of the shard's files into the file of its split (`codes`: SPLIT_CODES, 255 for
-    none), one pass a line at a time; the pairs per split."""
-    def output(name: str, split: str) -> Path:
-        if name == "lineno":
-            return prepared.source_lines(split)
-        lang = name.removeprefix("tok.")
-        return prepared.tokens(split, lang) if name.startswith("tok.") else prepared.text(split, lang)
-
-    for name in SHARD_FILES:
-        outputs = {SPLIT_CODES[s]: open(output(name, s), "w", encoding="utf-8", newline="\n")
-                   for s in splits}
-        try:
-            with open(shard.path(name), encoding="utf-8", newline="\n") as lines:
-                bar = tqdm(lines, total=len(codes), desc=f"split {name}", unit=" lines", disable=None)
-                for code, line in zip(codes.tolist(), bar, strict=True):
-                    if code in outputs:
-                        outputs[code].write(line)
-        finally:
-            for file in outputs.values():
-                file.close()
-    return {split: int((codes == SPLIT_CODES[split]).sum()) for split in splits}
 
 
 def _token_lines(path: Path, desc: str):

@@ -21,6 +21,7 @@ from typing import cast
 import torch
 from torch import Tensor, nn
 
+from nmt.config.schema import RNNConfig
 from nmt.model.attention import Attention
 
 
@@ -51,17 +52,19 @@ class DecoderState:
 
 
 class Decoder(nn.Module):
-    def __init__(self, rnn: str, embed_size: int, hidden_size: int, context_size: int,
-                 readout_size: int, attention: Attention, input_feeding: bool, dropout: float,
-                 query: str = "previous"):
+    def __init__(self, rnn: RNNConfig, context_size: int, attention: Attention, dropout: float):
+        """The sizes, cell, query order and input feeding come from the model's `model.rnn`
+        section; `context_size` is the encoder's output width (both directions)."""
         super().__init__()
+        embed_size, hidden_size, readout_size = rnn.embed_size, rnn.decoder_hidden, rnn.readout_size
         self.attention = attention
-        self.input_feeding = input_feeding
-        self.query_is_previous = query == "previous"
+        self.input_feeding = rnn.input_feeding
+        self.query_is_previous = rnn.attention_query == "previous"
         self.readout_size = readout_size
         rnn_input = (embed_size + (context_size if self.query_is_previous else 0)
-                     + (readout_size if input_feeding else 0))
-        self.cell = nn.GRUCell(rnn_input, hidden_size) if rnn == "gru" else nn.LSTMCell(rnn_input, hidden_size)
+                     + (readout_size if rnn.input_feeding else 0))
+        self.cell = (nn.GRUCell(rnn_input, hidden_size) if rnn.cell == "gru"
+                     else nn.LSTMCell(rnn_input, hidden_size))
         self.bridge = nn.Linear(context_size, hidden_size)
         self.readout = nn.Linear(hidden_size + context_size + embed_size, readout_size)
         self.dropout = nn.Dropout(dropout)

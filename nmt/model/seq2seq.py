@@ -25,9 +25,7 @@ class Seq2Seq(TranslationModel[Memory, DecoderState]):
         attention = make_attention(rnn.attention, rnn.decoder_hidden, context_size,
                                    rnn.attention_size)
         self.tgt_embed = nn.Embedding(tgt_vocab_size, rnn.embed_size, padding_idx=PAD_ID)
-        self.decoder = Decoder(rnn.cell, rnn.embed_size, rnn.decoder_hidden, context_size,
-                               rnn.readout_size, attention, rnn.input_feeding, config.dropout,
-                               rnn.attention_query)
+        self.decoder = Decoder(rnn, context_size, attention, config.dropout)
         self.output_layer = nn.Linear(rnn.readout_size, tgt_vocab_size)
         if config.tie_embeddings:
             self.output_layer.weight = self.tgt_embed.weight

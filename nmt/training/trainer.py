@@ -13,15 +13,17 @@ import math
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import cast
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from nmt.align.guided import for_training as guided_alignment
-from nmt.checkpoints.file import (keep_step_checkpoint, load_checkpoint, load_initial_weights,
-                                  make_checkpoint, rng_state, save_checkpoint, set_rng_state)
+from nmt.checkpoints.file import (TrainingState, keep_step_checkpoint, load_checkpoint,
+                                  load_initial_weights, make_checkpoint, rng_state, save_checkpoint,
+                                  set_rng_state)
 from nmt.config.schema import Config
-from nmt.data.batching import collate, make_batches
+from nmt.data.batching import Example, collate, make_batches
 from nmt.model import build_model, count_parameters, describe
 from nmt.runtime import use_bf16
 from nmt.training.board import Board
@@ -162,7 +164,9 @@ class Trainer:
         # Every rank knows the global batch, so it can normalise without communicating.
         examples = self.data.train_examples
         global_tokens = sum(len(examples[i].tgt) + 1 for i in indices)
-        batch = word_dropout(collate(examples, local), training.src_word_dropout,
+        # collate only indexes its examples, as PairArrays allows: its list[Example] (in
+        # nmt/data/batching.py) is narrower than what it takes.
+        batch = word_dropout(collate(cast(list[Example], examples), local), training.src_word_dropout,
                              training.tgt_word_dropout).to(self.device)
         self.schedule.before_step(progress.step + 1)
         with self.autocast:
@@ -268,9 +272,10 @@ class Trainer:
         state = make_checkpoint(
             self.config.to_dict(), data.src_vocab.itos, data.tgt_vocab.itos, self.model.state_dict(),
             progress=asdict(self.progress), subword=data.subword_models,
-            optimizer=self.optimizer.state_dict(), scheduler=self.schedule.state_dict(), rng=states,
-            averaged_model=None if ema is None else ema.weights(),
-            averaged_updates=0 if ema is None else ema.updates)
+            training=TrainingState(
+                optimizer=self.optimizer.state_dict(), scheduler=self.schedule.state_dict(),
+                rng=states, averaged_model=None if ema is None else ema.weights(),
+                averaged_updates=0 if ema is None else ema.updates))
         save_checkpoint(self.checkpoints / name, state)
         if name == "last.pt" and self.training.keep_checkpoints:
             keep_step_checkpoint(self.checkpoints, state, self.training.keep_checkpoints,

@@ -15,7 +15,7 @@ from nmt.data.vocab import BOS_ID, EOS_ID
 from nmt.decoding.hypothesis import Hypothesis
 from nmt.decoding.rerank import Reranker, Rescorer
 from nmt.decoding.search import Scoring, beam_search
-from test_search import A, B, C, D, TableModel, one_sentence
+from test_search import A, B, C, D, TableModel, beam_config, one_sentence
 
 
 def test_the_coverage_penalty_is_gnmts_formula():
@@ -36,9 +36,10 @@ ATTEND = {BOS_ID: 0, A: 0, B: 1}
 
 def test_coverage_decides_which_hypotheses_stay_in_the_beam():
     src, lengths = one_sentence(2)
-    plain = beam_search(TableModel(SKIPPER, attend=ATTEND), src, lengths, beam_size=2, n_best=2)
-    covered = beam_search(TableModel(SKIPPER, attend=ATTEND), src, lengths, beam_size=2, n_best=2,
-                          coverage_penalty=0.2)
+    plain = beam_search(TableModel(SKIPPER, attend=ATTEND), src, lengths,
+                        config=beam_config(beam_size=2, n_best=2))
+    covered = beam_search(TableModel(SKIPPER, attend=ATTEND), src, lengths,
+                          config=beam_config(beam_size=2, n_best=2, coverage_penalty=0.2))
     assert [h.tokens[0] for h in plain[0]] == [A, A]
     # Not only re-ranked at the end: the beam kept the two B paths, the A paths never finished.
     assert [h.tokens[0] for h in covered[0]] == [B, B]
@@ -60,17 +61,18 @@ def chain_model() -> TableModel:
 
 def test_the_word_reward_lengthens_outputs_monotonically():
     src, lengths = one_sentence(3)
-    found = [len(beam_search(chain_model(), src, lengths, beam_size=4, word_reward=reward,
-                             stop="beam_full")[0][0].tokens)
+    found = [len(beam_search(chain_model(), src, lengths, config=beam_config(
+                 beam_size=4, word_reward=reward, stop="beam_full"))[0][0].tokens)
              for reward in (0.0, 0.3, 0.6, 0.75, 1.0, 2.0)]
     assert found == sorted(found) and found[0] == 1 and found[-1] == 4
 
 
 def test_beam_full_finishes_the_longer_hypothesis_best_ended_gives_up():
     src, lengths = one_sentence(3)
-    early = beam_search(chain_model(), src, lengths, beam_size=4, word_reward=1.0)[0][0]
-    full = beam_search(chain_model(), src, lengths, beam_size=4, word_reward=1.0,
-                       stop="beam_full")[0][0]
+    early = beam_search(chain_model(), src, lengths,
+                        config=beam_config(beam_size=4, word_reward=1.0))[0][0]
+    full = beam_search(chain_model(), src, lengths,
+                       config=beam_config(beam_size=4, word_reward=1.0, stop="beam_full"))[0][0]
     assert early.tokens == [A]  # the step's best candidate ended: best_ended stopped there
     assert full.tokens == [A, B, C, D] and full.score > early.score
 
@@ -118,9 +120,11 @@ def test_coverage_reads_every_familys_attention(smoke, family):
     model = Ensemble(members) if family == "ensemble" else members[0]
     src = torch.tensor([[4, 5, 6, 7, 8], [9, 10, 11, 0, 0]])  # (2, 5), the second padded
     lengths = torch.tensor([5, 3])
-    plain = beam_search(model, src, lengths, beam_size=3)
-    off = beam_search(model, src, lengths, beam_size=3, coverage_penalty=0.0, stop="best_ended")
-    covered = beam_search(model, src, lengths, beam_size=3, coverage_penalty=1.0)
+    plain = beam_search(model, src, lengths, config=beam_config(beam_size=3))
+    off = beam_search(model, src, lengths,
+                      config=beam_config(beam_size=3, coverage_penalty=0.0, stop="best_ended"))
+    covered = beam_search(model, src, lengths,
+                          config=beam_config(beam_size=3, coverage_penalty=1.0))
     assert [h.tokens for h in plain[0] + plain[1]] == [h.tokens for h in off[0] + off[1]]
     for hyps_plain, hyps_covered in zip(plain, covered):
         assert hyps_covered[0].score < hyps_covered[0].log_prob  # a random model covers badly

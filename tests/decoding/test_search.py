@@ -55,6 +55,11 @@ class TableModel:
         return self.log_probs[prev].clone(), state, weights
 
 
+def beam_config(**settings) -> SearchConfig:
+    """The search.* settings of a direct beam_search call: no length penalty unless given."""
+    return SearchConfig(**{"length_penalty": 0.0, **settings})
+
+
 def one_sentence(length: int = 3):
     return torch.full((1, length), 9, dtype=torch.long), torch.tensor([length])
 
@@ -71,7 +76,7 @@ GREEDY_TRAP = {BOS_ID: {A: 0.6, B: 0.4}, A: {EOS_ID: 0.4, C: 0.3, D: 0.3}, B: {E
 def test_beam_finds_the_best_sequence_that_greedy_misses():
     src, lengths = one_sentence()
     greedy = greedy_search(TableModel(GREEDY_TRAP), src, lengths)[0][0]
-    beam = beam_search(TableModel(GREEDY_TRAP), src, lengths, beam_size=2)[0][0]
+    beam = beam_search(TableModel(GREEDY_TRAP), src, lengths, config=beam_config(beam_size=2))[0][0]
     assert greedy.tokens == [A]
     assert greedy.log_prob == pytest.approx(log(0.6, 0.4), abs=1e-3)
     assert beam.tokens == [B]
@@ -88,8 +93,10 @@ SHORT_OR_LONG = {BOS_ID: {A: 0.5, B: 0.45, D: 0.05}, A: {EOS_ID: 0.8, D: 0.2}, B
 
 def test_length_penalty_changes_the_choice():
     src, lengths = one_sentence()
-    plain = beam_search(TableModel(SHORT_OR_LONG), src, lengths, beam_size=3, alpha=0.0)[0][0]
-    normalized = beam_search(TableModel(SHORT_OR_LONG), src, lengths, beam_size=3, alpha=1.0)[0][0]
+    plain = beam_search(TableModel(SHORT_OR_LONG), src, lengths,
+                        config=beam_config(beam_size=3, length_penalty=0.0))[0][0]
+    normalized = beam_search(TableModel(SHORT_OR_LONG), src, lengths,
+                             config=beam_config(beam_size=3, length_penalty=1.0))[0][0]
     assert plain.tokens == [A]
     assert normalized.tokens == [B, C]
     assert normalized.score == pytest.approx(normalized.log_prob / length_penalty(3, 1.0))
@@ -98,7 +105,8 @@ def test_length_penalty_changes_the_choice():
 
 def test_n_best_is_sorted_and_distinct():
     src, lengths = one_sentence()
-    hyps = beam_search(TableModel(GREEDY_TRAP), src, lengths, beam_size=4, n_best=3)[0]
+    hyps = beam_search(TableModel(GREEDY_TRAP), src, lengths,
+                       config=beam_config(beam_size=4, n_best=3))[0]
     assert len(hyps) == 3
     assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
     assert len({tuple(h.tokens) for h in hyps}) == 3
@@ -115,7 +123,8 @@ FINISH_EARLY = {BOS_ID: {A: 0.6, B: 0.4}, A: {C: 0.7, D: 0.3}, B: {EOS_ID: 0.9, 
 def test_finished_hypothesis_is_kept_and_search_stops_when_nothing_can_beat_it():
     model = TableModel(FINISH_EARLY)
     src, lengths = one_sentence()
-    best = beam_search(model, src, lengths, beam_size=3, alpha=0.0)[0][0]
+    best = beam_search(model, src, lengths,
+                       config=beam_config(beam_size=3, length_penalty=0.0))[0][0]
     assert best.tokens == [B] and best.ended
     assert best.log_prob == pytest.approx(log(0.4, 0.9), abs=1e-4)
     assert model.calls == 3
@@ -126,14 +135,14 @@ def test_sound_bound_keeps_searching_with_length_penalty():
     # penalty that grows with length), so the search must go on.
     model = TableModel(FINISH_EARLY)
     src, lengths = one_sentence()
-    beam_search(model, src, lengths, beam_size=3, alpha=1.0)
+    beam_search(model, src, lengths, config=beam_config(beam_size=3, length_penalty=1.0))
     assert model.calls > 3
 
 
 def test_attention_rows_match_tokens_and_eos():
     src, lengths = one_sentence(4)
-    hyp = beam_search(TableModel(SHORT_OR_LONG, attend={B: 2}), src, lengths, beam_size=2,
-                      alpha=1.0)[0][0]
+    hyp = beam_search(TableModel(SHORT_OR_LONG, attend={B: 2}), src, lengths,
+                      config=beam_config(beam_size=2, length_penalty=1.0))[0][0]
     assert hyp.tokens == [B, C]
     assert hyp.attention.shape == (3, 4)  # B, C and the step that produced </s>
     assert hyp.attention[1].argmax() == 2  # C was produced after B, looking at position 2
@@ -144,7 +153,8 @@ def test_no_eos_stops_at_the_maximum_length():
     src, lengths = one_sentence(3)
     limit = math.ceil(1.5 * 3) + 10
     for hyp in (greedy_search(TableModel(table), src, lengths, max_length_ratio=1.5)[0][0],
-                beam_search(TableModel(table), src, lengths, beam_size=3, max_length_ratio=1.5)[0][0]):
+                beam_search(TableModel(table), src, lengths,
+                            config=beam_config(beam_size=3, max_length_ratio=1.5))[0][0]):
         assert hyp.tokens == [A] * limit
         assert not hyp.ended
         assert hyp.attention.shape == (limit, 3)
@@ -155,7 +165,8 @@ def test_never_an_empty_output():
     src, lengths = one_sentence()
     table = {BOS_ID: {EOS_ID: 0.9, B: 0.06, A: 0.04}}
     for hyp in (greedy_search(TableModel(table), src, lengths)[0][0],
-                beam_search(TableModel(table), src, lengths, beam_size=3)[0][0]):
+                beam_search(TableModel(table), src, lengths,
+                            config=beam_config(beam_size=3))[0][0]):
         assert hyp.tokens == [B] and hyp.ended and hyp.attention.shape == (2, 3)
 
 
@@ -163,13 +174,14 @@ def test_specials_are_never_produced():
     table = {BOS_ID: {PAD_ID: 0.5, BOS_ID: 0.3, A: 0.2}}
     src, lengths = one_sentence()
     assert greedy_search(TableModel(table), src, lengths)[0][0].tokens == [A]
-    assert beam_search(TableModel(table), src, lengths, beam_size=2)[0][0].tokens == [A]
+    assert beam_search(TableModel(table), src, lengths,
+                       config=beam_config(beam_size=2))[0][0].tokens == [A]
 
 
 def test_sentences_in_a_batch_do_not_disturb_each_other():
     src = torch.tensor([[9, 9, 9, 9, 9], [9, 9, PAD_ID, PAD_ID, PAD_ID]])
     lengths = torch.tensor([5, 2])
-    hyps = beam_search(TableModel(GREEDY_TRAP), src, lengths, beam_size=2)
+    hyps = beam_search(TableModel(GREEDY_TRAP), src, lengths, config=beam_config(beam_size=2))
     assert [h[0].tokens for h in hyps] == [[B], [B]]
     assert hyps[1][0].attention.shape == (2, 2)  # only the real source positions
 
@@ -197,7 +209,7 @@ def test_beam_size_1_is_exactly_greedy(attention, alpha):
     model = _random_model(attention)
     src, lengths = _random_batch()
     greedy = greedy_search(model, src, lengths, alpha=alpha, max_length_ratio=2.0)
-    beam = beam_search(model, src, lengths, beam_size=1, alpha=alpha)
+    beam = beam_search(model, src, lengths, config=beam_config(beam_size=1, length_penalty=alpha))
     assert [g[0].tokens for g in greedy] == [b[0].tokens for b in beam]
     assert len({len(g[0].tokens) for g in greedy}) > 2  # varied lengths
     assert 0 < sum(g[0].ended for g in greedy) < len(greedy)  # some cut at the length limit
@@ -217,7 +229,7 @@ def test_beam_mostly_scores_above_greedy_on_a_real_model():
     model = _random_model("additive")
     src, lengths = _random_batch(seed=2)
     greedy = greedy_search(model, src, lengths)
-    beam = beam_search(model, src, lengths, beam_size=5)
+    beam = beam_search(model, src, lengths, config=beam_config(beam_size=5))
     # A greedy output cut at the length limit may not be reachable by beam: compare the ended.
     pairs = [(g[0].score, b[0].score) for g, b in zip(greedy, beam) if g[0].ended]
     assert len(pairs) >= 3
@@ -265,7 +277,8 @@ def test_unknown_word_replacement_through_the_search():
     # The model emits <unk> after A while attending to source position 1.
     table = {BOS_ID: {A: 1.0}, A: {UNK_ID: 1.0}}
     src, lengths = one_sentence(3)
-    hyp = beam_search(TableModel(table, attend={A: 1}), src, lengths, beam_size=2)[0][0]
+    hyp = beam_search(TableModel(table, attend={A: 1}), src, lengths,
+                      config=beam_config(beam_size=2))[0][0]
     assert hyp.tokens == [A, UNK_ID]
     out = replace_unknowns(["a", "<unk>"], hyp.tokens, hyp.attention, ["玛丽", "Zhang", "。"])
     assert out == ["a", "Zhang"]
@@ -276,7 +289,8 @@ def test_beam_scores_equal_the_model_score_of_the_returned_sequences():
     # search reorders decoder states, tokens and scores consistently across steps.
     model = _random_model("additive").model  # the real model, without the </s> schedule
     src, lengths = _random_batch(seed=3)
-    found = beam_search(model, src, lengths, beam_size=4, n_best=3, alpha=0.0)
+    found = beam_search(model, src, lengths,
+                        config=beam_config(beam_size=4, n_best=3, length_penalty=0.0))
     for i, hyps in enumerate(found):
         for hyp in hyps:
             target = [BOS_ID, *hyp.tokens] + ([EOS_ID] if hyp.ended else [])
