@@ -116,7 +116,7 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
-def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
+def atomic_write(path: str | Path, write: Callable[[Path], object]) -> None:
     """Call `write(tmp_path)`, then rename tmp_path onto `path` (atomic on POSIX).
 
     An OSError on the way becomes an NMTError that names `path`; other errors pass unchanged.

@@ -168,6 +168,7 @@ def heads_figure(weights, src_tokens: list[str], tgt_tokens: list[str],
     if title:
         figure.suptitle(title, fontproperties=font_manager.FontProperties(family=label_families(),
                                                                           size=11))
+    assert image is not None  # there is at least one head (columns would be 0 otherwise)
     figure.colorbar(image, ax=axes, fraction=0.03, pad=0.02)
     return figure
 

@@ -26,6 +26,7 @@ target-token count as the translation loss.
 from __future__ import annotations
 
 import fcntl
+import functools
 import logging
 from pathlib import Path
 
@@ -113,8 +114,9 @@ def load_or_align(folder: Path, src: TokenArrays, tgt: TokenArrays) -> tuple[np.
         if kept is None:
             links, offsets = align_prepared(src, tgt)
             for name, array in ((LINKS, links), (OFFSETS, offsets)):  # offsets last: they
-                atomic_write(folder / name, lambda tmp, a=array: _save(tmp, a))  # end at the links
+                atomic_write(folder / name, functools.partial(_save, array=array))  # end at the links
             kept = _read(folder, len(src))
+            assert kept is not None  # what was just written is whole and for these pairs
     return kept
 
 
@@ -165,10 +167,10 @@ class GuidedAlignment:
         t, s = linked[:, 0], linked[:, 1]  # (N,), (N,)
         if self.flip_lengths is not None:
             t = self.flip_lengths[positions][rows] - 1 - t
-        t, s, rows = torch.from_numpy(t), torch.from_numpy(s), torch.from_numpy(rows)
+        t_idx, s_idx, b_idx = torch.from_numpy(t), torch.from_numpy(s), torch.from_numpy(rows)
         target = torch.zeros(batch_size, steps, batch.src.size(1))  # (B, T, S)
-        inside = (t >= 0) & (t < steps) & (s < batch.src.size(1))
-        target[rows[inside], t[inside], s[inside]] = 1.0
+        inside = (t_idx >= 0) & (t_idx < steps) & (s_idx < batch.src.size(1))
+        target[b_idx[inside], t_idx[inside], s_idx[inside]] = 1.0
         return target / target.sum(-1, keepdim=True).clamp(min=1.0)
 
     def loss(self, batch: Batch, weights: Tensor | None) -> Tensor:
@@ -190,8 +192,8 @@ def for_training(weight: float, examples, run_dir: Path, distributed) -> GuidedA
     and broadcasts them.
     """
     if not isinstance(examples, PairArrays):
-        links = load_or_align_text(examples, run_dir / "guided_links.txt") if distributed.is_main else None
-        return GuidedAlignment.from_links(weight, distributed.broadcast(links))
+        sets = load_or_align_text(examples, run_dir / "guided_links.txt") if distributed.is_main else None
+        return GuidedAlignment.from_links(weight, distributed.broadcast(sets))
     folder = examples.src.prefix.parent  # the prepared folder, where train.zh.ids.npy lies
     # The links are kept zh → en; a reverse model (English source) reads them transposed.
     zh, en = (examples.tgt, examples.src) if examples.reverse else (examples.src, examples.tgt)

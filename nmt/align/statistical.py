@@ -66,6 +66,7 @@ def align_with_eflomal(pairs: list[AlignPair], train_src: list[list[str]], train
         src_words = [p.src_units for p in pairs]
         train_src = [characters(s) for s in train_src]
     else:
+        assert segmenter is not None  # units == "word" without one was refused above
         src_words = [segmenter.segment(p.src_text) if p.src_units else [] for p in pairs]
     kept = [i for i, p in enumerate(pairs) if src_words[i] and tgt_words[i]]
     train = [(s, t) for s, t in zip(train_src, train_tgt, strict=True) if s and t]

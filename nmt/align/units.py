@@ -18,6 +18,7 @@ where the two spellings differ it falls back to difflib's alignment of the two s
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -47,6 +48,7 @@ def coverage(tokens: list[str], units: list[str]) -> list[list[int]]:
     text, owner = _spell(tokens)
     unit_text, unit_owner = _spell(units)
     covered: list[set[int]] = [set() for _ in tokens]
+    blocks: Sequence[tuple[str, int, int, int, int]]  # difflib's opcodes: (tag, a0, a1, b0, b1)
     if len(text) == len(unit_text):  # the usual case: the same characters, maybe normalized
         blocks = [("equal", 0, len(text), 0, len(text))]
     else:

@@ -78,6 +78,7 @@ class TsvReader:
             self.lines_read = number
             pair, reason = self._parse(raw.rstrip(b"\n").rstrip(b"\r"), number)
             if reason is None:
+                assert pair is not None  # _parse gives a pair exactly when it gives no reason
                 self.good += 1
                 self.swapped += bool(_CJK.search(pair.en) and not _CJK.search(pair.zh))
                 yield pair

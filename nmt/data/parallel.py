@@ -100,6 +100,7 @@ def _init(data: DataConfig) -> None:
 def _tokenize_chunk(chunk: tuple[Sequence[str], Sequence[str]]) -> tuple[list[str], list[str]]:
     if _init_error is not None:
         raise _init_error
+    assert _tokenizers is not None  # _init ran in this process and either set them or failed
     segmenter, tokenizer = _tokenizers
     zh, en = chunk
     # Joined strings pickle back to the parent much faster than lists of tokens.

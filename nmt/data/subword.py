@@ -75,7 +75,9 @@ def train_model(lines: list[str], kind: str, vocab_size: int, coverage: float, s
             if high is None and low is None:
                 raise NMTError(f"{key} = {vocab_size}: sentencepiece could not train a {kind} "
                                f"model: {message}") from None
-            size = int((high or low).group(2))
+            found = high or low
+            assert found is not None  # one of them matched, or the NMTError above was raised
+            size = int(found.group(2))
             why = ("is more than this corpus allows: the training text has too few distinct "
                    "pieces" if high else "is too small: it must hold every character the model "
                    "covers")
@@ -124,8 +126,10 @@ def apply_subwords(data: DataConfig, token_files: dict[str, list[Path]], train: 
         return None
     asked = {"zh": data.src_subword_vocab, "en": data.tgt_subword_vocab}
     keys = {"zh": "data.src_subword_vocab", "en": "data.tgt_subword_vocab"}
-    report = {"type": data.subword, "vocab_size": {"requested": asked, "actual": {}},
-              "train_tokens_per_sentence": {}}
+    actual: dict[str, int] = {}
+    per_sentence: dict[str, dict[str, float]] = {}
+    report = {"type": data.subword, "vocab_size": {"requested": asked, "actual": actual},
+              "train_tokens_per_sentence": per_sentence}
     for lang, files in token_files.items():
         text = _sample(train[lang], data.subword_sample, data.split_seed)  # as encode_lines sees it
         model, size = train_model(text, data.subword, asked[lang],
@@ -137,9 +141,9 @@ def apply_subwords(data: DataConfig, token_files: dict[str, list[Path]], train: 
             counts = _encode_file(subwords, path)
             if path == train[lang]:
                 sentences = max(counts[0], 1)
-                report["train_tokens_per_sentence"][lang] = {
+                per_sentence[lang] = {
                     "words": round(counts[1] / sentences, 3), "pieces": round(counts[2] / sentences, 3)}
-        report["vocab_size"]["actual"][lang] = size
+        actual[lang] = size
     return report
 
 

@@ -10,6 +10,7 @@ import logging
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 from nmt.config.schema import DataConfig
 from nmt.data.normalize import normalize_en, normalize_zh
@@ -65,7 +66,7 @@ class ChineseSegmenter:
         self.level = level
         self.user_dict = user_dict
         self.traditional_to_simplified = traditional_to_simplified
-        self._jieba = None  # set on first use
+        self._jieba: Any = None  # a jieba.Tokenizer (jieba ships no types), set on first use
 
     def normalize(self, text: str) -> str:
         return normalize_zh(text, self.traditional_to_simplified)

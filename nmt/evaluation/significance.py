@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import sacrebleu
-from sacrebleu.significance import PairedTest, estimate_ci
+from sacrebleu.significance import PairedTest, Result, estimate_ci
 
 SAMPLES = 1000  # sacrebleu's default number of bootstrap resamples
 
@@ -40,6 +40,10 @@ def paired_bootstrap(references: list[str], baseline: list[str], system: list[st
                       references=[references], test_type="bs", n_samples=samples)
     signatures, scores = test()
     base_result, system_result = scores["BLEU"]
+    # A metric's column holds Results (only the "System" column holds names), and the system
+    # compared with the baseline has a p-value.
+    assert isinstance(base_result, Result) and isinstance(system_result, Result)
+    assert system_result.p_value is not None
     # The same resampled indices as the test drew, to bound the difference itself.
     rng = np.random.default_rng(test._seed)
     indices = rng.choice(len(system), size=(samples, len(system)), replace=True)  # (samples, N)

@@ -13,22 +13,29 @@ random initial weights within the first few hundred steps instead of thousands.
 
 from __future__ import annotations
 
+from typing import Generic, TypeVar, cast
+
 import torch
 from torch import Tensor, nn
 from torch.optim.swa_utils import AveragedModel
 
 
-class ExponentialMovingAverage:
-    def __init__(self, model: nn.Module, decay: float, every: int = 4):
+ModelT = TypeVar("ModelT", bound=nn.Module)
+
+
+class ExponentialMovingAverage(Generic[ModelT]):
+    def __init__(self, model: ModelT, decay: float, every: int = 4):
         self.decay, self.every = decay ** every, every
         self.averaged = AveragedModel(model, multi_avg_fn=self._average)
 
     @property
-    def model(self) -> nn.Module:
-        return self.averaged.module
+    def model(self) -> ModelT:
+        # AveragedModel keeps a deep copy of `model`, of its class; its stubs say only Module.
+        return cast(ModelT, self.averaged.module)
 
-    def _average(self, averaged: list[Tensor], current: list[Tensor], updates: Tensor) -> None:
-        n = updates.item()
+    def _average(self, averaged: tuple[Tensor, ...] | list[Tensor],
+                 current: tuple[Tensor, ...] | list[Tensor], updates: Tensor | int) -> None:
+        n = int(updates)  # AveragedModel passes its n_averaged, a one-element long tensor
         decay = min(self.decay, (1 + n) / (10 + n))
         torch._foreach_lerp_(averaged, current, 1 - decay)  # averaged += (1−decay)(current − averaged)
 

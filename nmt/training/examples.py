@@ -14,6 +14,7 @@ marked on it, Sure ones solid and Possible ones dashed; the links go from the go
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +39,7 @@ log = logging.getLogger(__name__)
 TYPICAL_LENGTH = (6, 12)  # source tokens
 
 
-def pick_examples(src_tokens: list[list[str]], count: int, first: list[int] = ()) -> list[int]:
+def pick_examples(src_tokens: list[list[str]], count: int, first: Sequence[int] = ()) -> list[int]:
     """`count` dev indices: `first` (those with gold links), then distinct sources of typical
     length in file order, then any distinct ones if the dev set has too few of those."""
     chosen: list[int] = []

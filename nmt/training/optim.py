@@ -10,9 +10,10 @@ from nmt.config.schema import TrainingConfig
 
 def build_optimizer(model: nn.Module, config: TrainingConfig) -> torch.optim.Optimizer:
     kind = torch.optim.AdamW if config.optimizer == "adamw" else torch.optim.Adam
+    beta1, beta2 = config.adam_betas  # two numbers: the schema checks it
     # The fused kernel updates all parameters in one pass instead of a Python loop over them,
     # which on a small CPU costs far more than the update itself.
-    return kind(model.parameters(), lr=config.lr, betas=tuple(config.adam_betas),
+    return kind(model.parameters(), lr=config.lr, betas=(beta1, beta2),
                 weight_decay=config.weight_decay, fused=True)
 
 

@@ -13,7 +13,7 @@ from nmt.data.batching import Example, collate, make_batches
 from nmt.data.subword import to_words
 from nmt.data.tokenize import EnglishTokenizer
 from nmt.data.vocab import Vocab
-from nmt.model import inference
+from nmt.model import TranslationModel, inference
 from nmt.training.loss import summed_loss
 from nmt.decoding.translate import translate_token_ids
 
@@ -63,7 +63,7 @@ def dev_loss(model: torch.nn.Module, examples: list[Example], batch_tokens: int,
     return total / max(tokens, 1)
 
 
-def validate(model: torch.nn.Module, dev: DevSet, tgt_vocab: Vocab,
+def validate(model: TranslationModel, dev: DevSet, tgt_vocab: Vocab,
              detokenizer: EnglishTokenizer | ChineseJoiner,
              search: SearchConfig, batch_tokens: int, device: torch.device) -> DevResult:
     """Greedy decoding (beam 1) keeps validation quick; `make eval` uses the full beam."""
@@ -75,7 +75,9 @@ def validate(model: torch.nn.Module, dev: DevSet, tgt_vocab: Vocab,
     attentions, sources = [h.attention for h in hypotheses], dev.src_tokens
     if dev.subword:  # BLEU, examples and heatmaps see whole words
         merged = [to_words(t, s, a) for t, s, a in zip(tokens, dev.src_tokens, attentions)]
-        tokens, sources, attentions = ([m[k] for m in merged] for k in range(3))
+        tokens = [m[0] for m in merged]
+        sources = [m[1] for m in merged]
+        attentions = [m[2] for m in merged]
     texts = [detokenizer.detokenize(t) for t in tokens]
     tokenize = "zh" if dev.target_language == "zh" else "13a"
     return DevResult(
