@@ -7,6 +7,8 @@
 For scale: Joey NMT 2.3 decodes this corpus's 1,503 test sentences with beam 5, batch 64, in
 about 42 s on a 2-core CPU: ~36 sentences/s. The target here is at least 3x that.
 
+The model is what `make eval` decodes (the run's decoding plan, nmt/decoding/plan.py: the
+members' ensemble and the rescoring models); `--checkpoint PATH` measures that file alone.
 Times three parts separately: segmentation + vocabulary lookup, the search itself, and
 detokenization. `--random-init` measures a model of the config's size with fresh weights when no
 trained checkpoint exists yet: such a model rarely produces </s>, so its outputs run to the
@@ -31,12 +33,11 @@ from dataclasses import replace
 
 import torch
 
-from nmt.checkpoints.choose import one_checkpoint
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
 from nmt.data.prepare import load_prepared
 from nmt.data.vocab import EOS_ID, Vocab
-from nmt.decoding.translate import decode_ids
+from nmt.decoding.plan import plan_for
 from nmt.decoding.translator import Translator
 from nmt.decoding.workers import worker_count
 from nmt.errors import NMTError
@@ -48,18 +49,19 @@ JOEY_SENTENCES_PER_SECOND = 1503 / 42  # beam 5, batch 64, 2-core CPU
 
 
 def make_translator(args, config) -> tuple[Translator, str]:
-    search = replace(config.search, beam_size=args.beam, batch_size=args.batch, n_best=1)
+    """What make eval decodes with (nmt/decoding/plan.py), or --checkpoint alone, or a random
+    model of the config's size when nothing is trained yet."""
     if not args.random_init:
         try:
-            path = one_checkpoint(config, args.checkpoint)
+            plan = plan_for(config, args.overrides, args.checkpoint)
         except NMTError:  # `make bench` before `make train`: measure a stand-in, and say so
             print("no trained checkpoint yet: measuring a random-init model of the same size, "
                   "steered to realistic output lengths (--random-init --steer-length 1.15)",
                   file=sys.stderr)
             args.random_init, args.steer_length = True, args.steer_length or 1.15
         else:
-            return (Translator.from_checkpoint(path, search=search, device=config.training.device),
-                    str(path))
+            plan = plan.with_search(beam_size=args.beam, batch_size=args.batch, n_best=1)
+            return Translator.from_plan(plan, keep_attention=False), ", ".join(map(str, plan.checkpoints))
     prepared = load_prepared(config)
     src_vocab, tgt_vocab = Vocab.load(prepared.vocab("zh")), Vocab.load(prepared.vocab("en"))
     torch.manual_seed(config.seed)
@@ -68,7 +70,8 @@ def make_translator(args, config) -> tuple[Translator, str]:
     if args.steer_length:
         model = SteeredLength(model, args.steer_length)
         label += f", </s> steered to ~{args.steer_length:g}x the source length"
-    return Translator(model, config, src_vocab, tgt_vocab, search, "cpu"), label
+    search = replace(config.search, beam_size=args.beam, batch_size=args.batch, n_best=1)
+    return Translator.from_model(model, config, (src_vocab, tgt_vocab), search), label
 
 
 class SteeredLength(torch.nn.Module):
@@ -121,12 +124,11 @@ def measure(args: argparse.Namespace) -> None:
     segment_seconds = time.perf_counter() - start
 
     search = translator.search
-    decode_ids(translator.model, src_ids[: search.batch_size], search, translator.device)  # warm-up
+    translator.decode(src_ids[: search.batch_size])  # warm-up
     runs = []
     for _ in range(args.repeat):
         start = time.perf_counter()
-        found = decode_ids(translator.model, src_ids, search, translator.device,
-                           workers=search.workers)
+        found = translator.decode(src_ids)  # the search and the rescoring, as make eval decodes
         runs.append(time.perf_counter() - start)
     search_seconds = statistics.median(runs)
 
@@ -166,7 +168,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     config_arguments(parser)
-    parser.add_argument("--checkpoint", help="a checkpoint file (default: the run's best.pt)")
+    parser.add_argument("--checkpoint", help="a checkpoint file alone (default: what make eval "
+                                             "decodes: the run's plan, rescoring included)")
     parser.add_argument("--also", nargs="+", default=[], metavar="CONFIG",
                         help="more experiment YAMLs measured in the same run with the same "
                              "overrides and options (each with its own run's checkpoint), e.g. "

@@ -45,7 +45,9 @@ def main(args: argparse.Namespace) -> None:
     src_vocab, tgt_vocab = Vocab.load(prepared.vocab("zh")), Vocab.load(prepared.vocab("en"))
     lines = read_lines(prepared.tokens("test", "zh"))[: args.limit]
     src_ids = [src_vocab.encode(line.split()) for line in lines]
-    search = replace(config.search, beam_size=args.beam, batch_size=args.batch, n_best=1)
+    # one process in float32: what an ensemble costs against one model, all else equal
+    search = replace(config.search, beam_size=args.beam, batch_size=args.batch, n_best=1,
+                     workers=1, bf16=False)
     counts = [int(n) for n in args.members.split(",")]
     models = []
     for seed in range(max(counts)):

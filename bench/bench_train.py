@@ -106,7 +106,7 @@ def measure_config(config_path: str, overrides: list[str], steps: int, allocator
     """One model in this process, or every member of training.members in processes of their own
     at once: their tokens summed, their seconds the slowest member's."""
     config = load_config(config_path, overrides)
-    if config.training.members == 1:
+    if config.training.trained_models == 1:
         return measure(config, steps, allocator_tweak)
     members = member_configs(config)
     threads, cores = members[0].training.threads, usable_cores()

@@ -18,17 +18,19 @@ argmax (each English token to its most attended source word), threshold (every w
 --threshold), intersect, union or grow-diag-final-and of the row- and column-wise argmax.
 
 --weights bidirectional aligns with two models: the run's (Chinese → English) and its reverse
-model (English → Chinese, model.direction: reverse: the first such checkpoint in eval.rerank,
-or --reverse PATH), each teacher-forced on the pair, each read as its posterior where it is a
-recurrent model (bidirectional-attention: as its attention). --method then combines the two
-directions (nmt/align/agreement.py, whose constants hold the defaults): grow-diag-final-and,
-intersect or union of each direction's argmax links, or product / mean of the two distributions,
-linking where the score reaches --threshold or both directions' argmax agree.
-The
-model is the one `make eval` scores: a run trained with training.members > 1 aligns as their
-ensemble, by the members' mean attention (or mean posterior); --checkpoint names one model.
-eflomal learns from the training split plus the pairs, both directions, symmetrized by --method
-(default grow-diag-final-and).
+model (English → Chinese: the run's channel model, training.channel_members, or --reverse PATH),
+each teacher-forced on the pair, each read as its posterior where it is a recurrent model
+(bidirectional-attention: as its attention). --method then combines the two directions
+(nmt/align/agreement.py, whose constants hold the defaults): grow-diag-final-and, intersect or
+union of each direction's argmax links, or product / mean of the two distributions, linking
+where the score reaches --threshold or both directions' argmax agree. Without --weights, the
+best the run allows: bidirectional where it has a channel model, else a recurrent model's
+posterior with grow-diag-final-and, else its attention.
+
+The model is the one `make eval` decodes (nmt/decoding/plan.py): a run trained with
+training.members > 1 aligns as their ensemble, by the members' mean attention (or mean
+posterior); --checkpoint names one model. eflomal learns from the training split plus the
+pairs, both directions, symmetrized by --method (default grow-diag-final-and).
 
 With --gold, the gold pairs are aligned and scored: precision, recall and alignment error rate go
 to runs/<name>/alignment.json (eflomal: runs/eflomal-<units>/alignment.json), the links beside it.
@@ -101,7 +103,8 @@ if __name__ == "__main__":
                                                "else best.pt)")
     parser.add_argument("--aligner", choices=ALIGNERS, default="attention")
     parser.add_argument("--method", choices=ALL_METHODS,
-                        help="attention → links (default argmax); --weights bidirectional: how "
+                        help="attention → links (default argmax; posterior: grow-diag-final-and); "
+                             "--weights bidirectional: how "
                              f"the two directions combine (default {DEFAULT_BIDIRECTIONAL_METHOD}); "
                              "eflomal: intersect, union or "
                              "grow-diag-final-and (the default) of its two directions")
@@ -116,14 +119,16 @@ if __name__ == "__main__":
                              "-1: the last); default: the model's own alignment")
     parser.add_argument("--head", type=int,
                         help="with one head of that layer instead of their average")
-    parser.add_argument("--weights", choices=WEIGHTS, default="attention",
-                        help="the matrix links come from: the attention (default), or "
-                             "posterior: the attention reweighted by how well each source token "
-                             "alone predicts the English token (recurrent models; aligns better), "
-                             "or bidirectional: the run's model and its reverse model together")
+    parser.add_argument("--weights", choices=WEIGHTS,
+                        help="the matrix links come from: the attention, or posterior: the "
+                             "attention reweighted by how well each source token alone predicts "
+                             "the English token (recurrent models), or bidirectional: the run's "
+                             "model and its reverse model together (default: the best measured "
+                             "the run allows: bidirectional where it has a channel model, else "
+                             "posterior for a recurrent model, else attention)")
     parser.add_argument("--reverse", metavar="PATH",
                         help="--weights bidirectional: the reverse (English → Chinese) model's "
-                             "checkpoint (default: the first reverse one in eval.rerank)")
+                             "checkpoint (default: the run's channel model)")
     parser.add_argument("--soft", metavar="FILE.jsonl",
                         help="also write each pair's attention matrix, one JSON object a line")
     run_cli(main, parser)

@@ -7,6 +7,7 @@
         --checkpoint runs/b/checkpoints/best.pt                             # an ensemble
     python scripts/evaluate.py configs/tatoeba.yaml eval.rerank=[runs/r2l/checkpoints/best.pt] \
         eval.rerank_weights=[0.5]                           # rerank the n-best with an R2L model
+    python scripts/evaluate.py configs/tatoeba.yaml training.channel_members=0  # without the channel model
 
 Writes runs/<name>/results.json and runs/<name>/hypotheses.<split>.en (results.<label>.json and
 hypotheses.<label>.<split>.en for an ensemble, an average, another checkpoint or eval.rerank);
@@ -25,17 +26,18 @@ import sys
 from nmt.checkpoints.choose import split_checkpoint_arguments
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
-from nmt.config.tuned import with_tuned_search
+from nmt.decoding.plan import plan_for
 from nmt.evaluation.evaluate import evaluate, format_results, results_path
 from nmt.runtime import set_threads
 from nmt.training.run_dir import record_command
 
 
 def main(args: argparse.Namespace) -> None:
-    config = with_tuned_search(load_config(args.config, args.overrides), args.overrides)
+    config = load_config(args.config, args.overrides)
     set_threads(config.training.threads)
-    results = evaluate(config, split_checkpoint_arguments(args.checkpoint) or None,
-                       label=args.label)
+    plan = plan_for(config, args.overrides, split_checkpoint_arguments(args.checkpoint) or None,
+                    args.label)
+    results = evaluate(plan)
     record_command(config.run_dir, shlex.join(["python", *sys.argv]))
     print(format_results(results))
     print(f"results: {results_path(config.run_dir, results['label'])}")

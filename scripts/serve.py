@@ -15,12 +15,13 @@ sleep_while_waiting()  # before anything imports torch
 
 import argparse
 import logging
+from pathlib import Path
 
 import uvicorn
 
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
-from nmt.config.tuned import with_tuned_search
+from nmt.decoding.plan import plan_for
 from nmt.runtime import set_threads
 from nmt.serve.app import create_app
 from nmt.serve.runs import RunRegistry
@@ -29,9 +30,14 @@ log = logging.getLogger("nmt.serve")
 
 
 def main(args: argparse.Namespace) -> None:
-    config = with_tuned_search(load_config(args.config, args.overrides), args.overrides)
+    config = load_config(args.config, args.overrides)
     set_threads(config.training.threads)
-    registry = RunRegistry(args.runs_dir or config.runs_dir, config.name, device=config.training.device)
+    runs_dir = Path(args.runs_dir or config.runs_dir)
+    # The default run decodes as make eval decodes it, if it is trained (else it is an error to
+    # ask for it, as for any other untrained run)
+    trained = runs_dir == Path(config.runs_dir) and (config.run_dir / "config.yaml").is_file()
+    registry = RunRegistry(runs_dir, config.name, device=config.training.device,
+                           default_plan=plan_for(config, args.overrides) if trained else None)
     app = create_app(registry, max_chars=args.max_chars)
     registry.get()  # load the default run now: the first request is then as fast as the rest
     log.info("ready: http://%s:%d/", args.host, args.port)

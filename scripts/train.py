@@ -26,7 +26,7 @@ def main(args: argparse.Namespace) -> None:
     run_dir = train(config, command=command)
     if os.environ.get("RANK", "0") == "0":  # under torchrun, once for the whole job
         # training.members > 1: the members' curves side by side (runs/<name>/member<k>/)
-        logdir = run_dir if config.training.members > 1 else run_dir / "tensorboard"
+        logdir = run_dir if config.training.trained_models > 1 else run_dir / "tensorboard"
         print(f"run: {run_dir}  (tensorboard --logdir {logdir})")
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         # Every file is written and the process group destroyed. Skip the interpreter's teardown:

@@ -35,7 +35,7 @@ from tqdm import tqdm
 from nmt.checkpoints.choose import split_checkpoint_arguments
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
-from nmt.config.tuned import with_tuned_search
+from nmt.decoding.plan import plan_for
 from nmt.decoding.streaming import interactive, translate_stream
 from nmt.decoding.translator import Translator
 from nmt.decoding.workers import worker_count
@@ -46,11 +46,11 @@ from nmt.runtime import set_threads
 
 
 def main(args: argparse.Namespace) -> None:
-    config = with_tuned_search(load_config(args.config, args.overrides), args.overrides)
+    config = load_config(args.config, args.overrides)
     set_threads(config.training.threads)
-    # What make eval scores (nmt/checkpoints/choose.py), unless --checkpoint names others.
-    translator = Translator.from_config(config, split_checkpoint_arguments(args.checkpoint) or None,
-                                        keep_attention=args.attention is not None)
+    # What make eval decodes (nmt/decoding/plan.py), unless --checkpoint names others.
+    plan = plan_for(config, args.overrides, split_checkpoint_arguments(args.checkpoint) or None)
+    translator = Translator.from_plan(plan, keep_attention=args.attention is not None)
     attention_dir = Path(args.attention) if args.attention else None
     if attention_dir is not None and not has_alignment(translator.config.model):
         print("warning: this model has no attention (model.rnn.attention = none): "
@@ -71,9 +71,9 @@ def main(args: argparse.Namespace) -> None:
         bar = tqdm(total=total, unit="line", desc="translate", file=sys.stderr, dynamic_ncols=True)
     else:  # a pipe, read as it arrives
         file, lines, bar = None, iter_lines(sys.stdin.buffer, "<stdin>"), None
-    chunk = config.search.batch_size
+    chunk = plan.search.batch_size
     if args.input is not None:  # a whole file: enough batches at a time for every search worker
-        chunk *= 4 * worker_count(config.search.workers, sys.maxsize, translator.device)
+        chunk *= 4 * worker_count(plan.search.workers, sys.maxsize, translator.device)
     try:
         if args.output is None:
             to_stdout(translator, lines, chunk, attention_dir, bar)

@@ -10,5 +10,7 @@
   model, the posterior alignment: the attention reweighted by the English token that came);
 - `aligner`: all of it with a trained checkpoint; `statistical`: eflomal beside it;
 - `bidirectional`: the forward and the reverse (English → Chinese) model both align each pair,
-  and `agreement` combines the two directions (grow-diag-final-and, product, mean, ...).
+  and `agreement` combines the two directions (grow-diag-final-and, product, mean, ...);
+- `translated`: a Translator's own models aligning (the Python API, the web page);
+- `stage`: `make align` and `make align-eval`, with the run's decoding plan.
 """

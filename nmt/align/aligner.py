@@ -14,6 +14,7 @@ forced-decoded (nmt/align/forced.py), and mapped onto the units by character off
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from nmt.align.units import coverage, merge_rows, project_source
 from nmt.checkpoints.choose import load_chosen
 from nmt.config.schema import Config
 from nmt.data.subword import Subwords, SubwordSegmenter, models_for
-from nmt.data.tokenize import make_tokenizers
+from nmt.data.tokenize import ChineseSegmenter, make_tokenizers
 from nmt.data.vocab import Vocab
 from nmt.model import MAX_SOURCE_TOKENS
 
@@ -50,12 +51,14 @@ class SoftAlignment:
             return None
         return merge_rows(self.weights, self.tgt_cover, self.n_tgt_units)
 
-    def links(self, method: str = "argmax", threshold: float = 0.5) -> set[Link]:
-        """(Chinese character, English unit) links by `method` (nmt/align/extract.py)."""
+    def links(self, method: str = "argmax", threshold: float | None = 0.5) -> set[Link]:
+        """(Chinese character, English unit) links by `method` (nmt/align/extract.py);
+        `threshold` None: 0.5."""
         weights = self.unit_weights
         if weights is None:
             return set()
-        return project_source(extract_links(weights, method, threshold), self.src_cover)
+        return project_source(extract_links(weights, method, 0.5 if threshold is None else threshold),
+                              self.src_cover)
 
 
 class AttentionAligner:
@@ -69,10 +72,12 @@ class AttentionAligner:
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.device = torch.device(device) if device is not None else next(model.parameters()).device
         self.batch_size = batch_size
+        self.segmenter: ChineseSegmenter | SubwordSegmenter
         self.segmenter, self.tokenizer = make_tokenizers(config.data)
         self.target_pieces: Subwords | None = None
         if config.data.subword != "none":
             models = models_for(config, subwords)
+            assert models is not None  # with data.subword there are models, or models_for raised
             self.segmenter = SubwordSegmenter(self.segmenter, Subwords(models["zh"]))
             self.target_pieces = Subwords(models["en"])
         self.step: int | None = None
@@ -85,7 +90,7 @@ class AttentionAligner:
         return cls.from_checkpoints([path], device, batch_size)
 
     @classmethod
-    def from_checkpoints(cls, paths: list[str | Path], device: str = "auto",
+    def from_checkpoints(cls, paths: Sequence[str | Path], device: str = "auto",
                          batch_size: int = 64) -> AttentionAligner:
         """Several checkpoints align as one ensemble (nmt/model/ensemble.py): the mean of their
         attention, or of their posteriors; `step` is the first one's."""

@@ -17,8 +17,9 @@ orientation, its English pieces summed into the gold's units, so that both matri
 Each direction reads its model's posterior alignment where the model has one (a recurrent
 model; nmt/align/forced.py), else its attention, unless `posterior=False`.
 
-A run's reverse model is the first checkpoint of its `eval.rerank` whose config says
-`model.direction: reverse`, or the one named (`scripts/align.py --reverse PATH`).
+A run's reverse model is its decoding plan's channel model (nmt/decoding/plan.py: a channel
+member, or a reverse checkpoint of eval.rerank), or the one named (`scripts/align.py --reverse
+PATH`).
 """
 
 from __future__ import annotations
@@ -33,14 +34,14 @@ from nmt.align.aligner import AttentionAligner, SoftAlignment
 from nmt.align.forced import forced_attention
 from nmt.align.links import AlignPair, Link
 from nmt.align.units import project_source, sum_columns
-from nmt.checkpoints.choose import check_compatible, rerank_checkpoints
-from nmt.checkpoints.file import load_checkpoint, model_from_checkpoint
-from nmt.config.schema import Config
+from nmt.checkpoints.choose import load_beside
+from nmt.decoding.plan import DecodingPlan
 from nmt.errors import NMTError
 from nmt.model import TranslationModel, has_alignment, has_posterior
 
-TRAIN_REVERSE = ("train configs/tatoeba_reverse.yaml (`make train CONFIG=configs/tatoeba_reverse.yaml`) "
-                 "and name its checkpoints/best.pt in eval.rerank, or pass --reverse PATH")
+TRAIN_REVERSE = ("train one beside the run's members (training.channel_members: 1), or train "
+                 "configs/tatoeba_reverse.yaml and name its checkpoints/best.pt in eval.rerank, or "
+                 "pass --reverse PATH")
 
 
 @dataclass
@@ -73,40 +74,33 @@ class ReverseModel:
     step: int | None
 
 
-def load_reverse(path: str | Path, forward: AttentionAligner, checkpoint: dict | None = None
-                 ) -> ReverseModel:
-    """The reverse model at `path` (or its already read `checkpoint`), checked against the
-    forward aligner's vocabularies (swapped) and data settings."""
-    checkpoint = checkpoint or load_checkpoint(path)
-    model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, str(path))
+def load_reverse(path: str | Path, forward: AttentionAligner) -> ReverseModel:
+    """The reverse model at `path`, checked against the forward aligner's vocabularies (swapped)
+    and data settings as every rescoring model is (nmt/checkpoints/choose.py's load_beside)."""
+    forward_name = forward.paths[0] if forward.paths else "the forward model"
+    model, config, step = load_beside(path, (forward_name, forward.config, forward.src_vocab,
+                                       forward.tgt_vocab),
+                                "a reverse model and the forward model it aligns with")
     if config.model.direction != "reverse":
         raise NMTError(f"{path} is a model.direction = {config.model.direction} model; the other "
                        f"direction's alignment needs an English → Chinese one: {TRAIN_REVERSE}")
     if not has_alignment(config.model):
         raise NMTError(f"{path}: its model.rnn.attention = none gives no attention to align with; "
                        f"train the reverse model with attention")
-    forward_name = forward.paths[0] if forward.paths else "the forward model"
-    check_compatible((forward_name, forward.config, forward.src_vocab, forward.tgt_vocab),
-                     (path, config, tgt_vocab, src_vocab),
-                     "a reverse model and the forward model it aligns with")
-    step = (checkpoint.get("progress") or {}).get("step")
     return ReverseModel(model.to(forward.device).eval(), Path(path), step)
 
 
-def run_reverse(config: Config, forward: AttentionAligner, path: str | Path | None = None
+def run_reverse(plan: DecodingPlan, forward: AttentionAligner, path: str | Path | None = None
                 ) -> ReverseModel:
-    """`path` when given, else the first reverse checkpoint of `config`'s eval.rerank; a run
-    without one is an NMTError that says what to train."""
+    """`path` when given, else the plan's channel model (its first reverse rescoring model); a
+    run without one is an NMTError that says what to train."""
     if path:
         return load_reverse(path, forward)
-    for candidate in rerank_checkpoints(config):  # eval.rerank's, then the reverse members
-        checkpoint = load_checkpoint(candidate)
-        direction = (checkpoint.get("config", {}).get("model") or {}).get("direction", "forward")
-        if direction == "reverse":
-            return load_reverse(candidate, forward, checkpoint)
-    named = f" (it names {', '.join(config.eval.rerank)})" if config.eval.rerank else ""
+    if plan.channel is not None:
+        return load_reverse(plan.channel.path, forward)
+    named = f" (eval.rerank names {', '.join(plan.config.eval.rerank)})" if plan.config.eval.rerank else ""
     raise NMTError(f"--weights bidirectional needs a reverse (English → Chinese) model of the run "
-                   f"{config.name}, and its eval.rerank names none{named}: {TRAIN_REVERSE}")
+                   f"{plan.config.name}, and it has none{named}: {TRAIN_REVERSE}")
 
 
 class BidirectionalAligner:
@@ -119,10 +113,10 @@ class BidirectionalAligner:
         self.read: dict[str, str] = {}  # per direction, the matrix the last `soft` read
 
     @classmethod
-    def for_run(cls, config: Config, forward: AttentionAligner,
-                reverse_path: str | Path | None = None) -> BidirectionalAligner:
-        """`forward` with the reverse model of `config`'s run (see run_reverse)."""
-        reverse = run_reverse(config, forward, reverse_path)
+    def for_plan(cls, plan: DecodingPlan, forward: AttentionAligner,
+                 reverse_path: str | Path | None = None) -> BidirectionalAligner:
+        """`forward` with the reverse model of a run's decoding plan (see run_reverse)."""
+        reverse = run_reverse(plan, forward, reverse_path)
         return cls(forward, reverse.model, reverse.path, reverse.step)
 
     @classmethod

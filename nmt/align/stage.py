@@ -12,24 +12,25 @@ import json
 import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from nmt.align.agreement import (AGREEMENTS, BIDIRECTIONAL_METHODS, DEFAULT_BIDIRECTIONAL_METHOD,
                                  DEFAULT_THRESHOLDS)
-from nmt.align.aligner import AttentionAligner
+from nmt.align.aligner import AttentionAligner, SoftAlignment
 from nmt.align.bidirectional import BidirectionalAligner, BidirectionalAlignment
 from nmt.align.extract import METHODS
 from nmt.align.links import AlignPair, Link, format_links
 from nmt.align.metrics import AlignmentScores, score_alignments
 from nmt.align.statistical import align_with_eflomal
 from nmt.align.symmetrize import SYMMETRIZATIONS
-from nmt.checkpoints.choose import choose_checkpoints
 from nmt.config.schema import Config
 from nmt.data.prepare import PreparedData, load_prepared
 from nmt.data.subword import merge_pieces
 from nmt.data.tokenize import make_tokenizers
+from nmt.decoding.plan import plan_for
 from nmt.errors import NMTError
 from nmt.io import atomic_write_json, atomic_write_lines, atomic_write_text, read_lines
-from nmt.model import attention_name
+from nmt.model import attention_name, has_posterior
 
 log = logging.getLogger(__name__)
 
@@ -61,14 +62,33 @@ class AlignOptions:
     head: int | None = None  # attention: one head of it (default their average)
     # attention: the matrix links are read from: the attention itself, or (recurrent models) the
     # posterior P(source token | the English token that came) (nmt/model/seq2seq.py), or both
-    # directions' (BIDIRECTIONAL)
-    weights: str = "attention"
+    # directions' (BIDIRECTIONAL); None: the run's best measured (`resolve`): both directions
+    # where the run has a channel (reverse) model, else a recurrent model's posterior
+    weights: str | None = None
     # bidirectional: the reverse model's checkpoint (default: the first reverse one of eval.rerank)
     reverse: str | None = None
+
+    def resolve(self, channel: bool, posterior: bool) -> None:
+        """The defaults left open, for a run with a `channel` model and a model with a
+        `posterior`: both directions, else the posterior (grow-diag-final-and), else the
+        attention (argmax); then `check`."""
+        if self.weights is None:
+            one_head = self.layer is not None or self.head is not None  # a head of the attention
+            self.weights = ("attention" if self.aligner == "eflomal" or one_head else
+                            "bidirectional" if channel else "posterior" if posterior else "attention")
+            if self.method is None and self.weights == "posterior":
+                self.method = "grow-diag-final-and"
+        self.check()
 
     def check(self) -> None:
         if self.aligner not in ALIGNERS:
             raise NMTError(f"--aligner {self.aligner}: choose one of {', '.join(ALIGNERS)}")
+        if self.weights is None and self.aligner == "eflomal":
+            self.weights = "attention"  # eflomal reads no model: nothing to choose
+        if self.weights is None:  # left to `resolve`, once the run's models are known
+            if self.threshold is not None and not 0.0 < self.threshold <= 1.0:
+                raise NMTError(f"--threshold {self.threshold}: use a number in (0, 1]")
+            return
         if self.weights not in WEIGHTS:
             raise NMTError(f"--weights {self.weights}: choose one of {', '.join(WEIGHTS)}")
         if self.aligner == "eflomal" and self.weights != "attention":
@@ -116,32 +136,46 @@ def align(config: Config, pairs: list[AlignPair], options: AlignOptions) -> Alig
     """Links for every pair, by the model of `config`'s run or by eflomal on its training split."""
     options.check()
     if options.aligner == "eflomal":
-        prepared = load_prepared(config)
-        train_src, train_tgt = (training_words(prepared, lang) for lang in ("zh", "en"))
-        segmenter, _ = make_tokenizers(config.data)
-        links = align_with_eflomal(pairs, train_src, train_tgt, options.units, segmenter,
-                                   options.method)
-        return AlignResult(links, None, {"aligner": "eflomal", "units": options.units,
-                                         "method": options.method,
-                                         "training_pairs": str(prepared.tokens("train", "zh"))})
-    paths = choose_checkpoints(config, options.checkpoint).paths
-    aligner = AttentionAligner.from_checkpoints(paths, device=config.training.device,
-                                                batch_size=config.search.batch_size)
-    description = {"aligner": "attention", "attention": attention_name(asdict(aligner.config.model)),
+        return _align_with_eflomal(config, pairs, options)
+    plan = plan_for(config, checkpoints=options.checkpoint)
+    paths = list(plan.checkpoints)
+    aligner = AttentionAligner.from_checkpoints(paths, device=plan.device,
+                                                batch_size=plan.search.batch_size)
+    options.resolve(plan.channel is not None or options.reverse is not None,
+                    has_posterior(aligner.model))
+    method = options.method
+    assert method is not None  # resolve() chose it
+    description: dict[str, Any] = {
+                   "aligner": "attention", "attention": attention_name(asdict(aligner.config.model)),
                    "weights": options.weights, "method": options.method,
                    "checkpoint": ",".join(map(str, paths)), "step": aligner.step,
                    "layer": options.layer, "head": options.head}
     if options.method in THRESHOLDED:
         description["threshold"] = options.threshold
+    soft: list[SoftAlignment] | list[BidirectionalAlignment]
     if options.weights in BIDIRECTIONAL:
-        both = BidirectionalAligner.for_run(config, aligner, options.reverse)
+        both = BidirectionalAligner.for_plan(plan, aligner, options.reverse)
         soft = both.soft(pairs, posterior=options.weights == "bidirectional")
         description.update(reverse=str(both.reverse_path), reverse_step=both.reverse_step,
                            read=both.read)
     else:
         soft = aligner.soft(pairs, options.layer, options.head, options.weights == "posterior")
-    links = [s.links(options.method, options.threshold) for s in soft]
+    links = [s.links(method, options.threshold) for s in soft]
     return AlignResult(links, soft, description)
+
+
+def _align_with_eflomal(config: Config, pairs: list[AlignPair], options: AlignOptions) -> AlignResult:
+    """eflomal learns from the training split plus the pairs (nmt/align/statistical.py)."""
+    options.resolve(channel=False, posterior=False)
+    assert options.method is not None  # resolve() chose it
+    prepared = load_prepared(config)
+    train_src, train_tgt = (training_words(prepared, lang) for lang in ("zh", "en"))
+    segmenter, _ = make_tokenizers(config.data)
+    links = align_with_eflomal(pairs, train_src, train_tgt, options.units, segmenter,
+                               options.method)
+    return AlignResult(links, None, {"aligner": "eflomal", "units": options.units,
+                                     "method": options.method,
+                                     "training_pairs": str(prepared.tokens("train", "zh"))})
 
 
 def score(pairs: list[AlignPair], links: list[set[Link]]) -> AlignmentScores:
@@ -197,7 +231,7 @@ def write_evaluation(path: Path, name: str, gold: str | Path, result: AlignResul
         old = {}  # unreadable: start again rather than fail after the work is done
     earlier = (old.get("evaluations") if isinstance(old, dict) and _same_aligner(old, report, str(gold))
                else None)
-    entry = {"aer": scores.aer, "precision": scores.precision, "recall": scores.recall}
+    entry: dict[str, Any] = {"aer": scores.aer, "precision": scores.precision, "recall": scores.recall}
     if report.get("reverse"):  # a bidirectional evaluation names its reverse model too
         entry.update(reverse=report["reverse"], reverse_step=report.get("reverse_step"))
     kept = {key: value for key, value in (earlier if isinstance(earlier, dict) else {}).items()

@@ -145,3 +145,18 @@ def write_average(run_dir: Path, how: str, count: int, output: str | Path | None
     output = Path(output) if output else folder / f"{average_label(how, count)}.pt"
     save_checkpoint(output, average_checkpoints(paths))
     return output
+
+
+def average_once(run_dir: Path, how: str, count: int) -> Path:
+    """The average eval.average asks for (of fewer, with a warning, when a short run kept fewer),
+    written only when it is missing or was averaged from other checkpoints than the run keeps
+    now: choosing a run's checkpoints (nmt/checkpoints/choose.py) then only reads."""
+    folder = Path(run_dir) / "checkpoints"
+    output = folder / f"{average_label(how, count)}.pt"
+    sources = select_checkpoints(folder, how, count, allow_fewer=True)
+    if output.is_file():
+        written = [entry.get("checkpoint") for entry in load_checkpoint(output).get("averaged_from") or []]
+        if written == [str(path) for path in sources]:
+            return output
+    save_checkpoint(output, average_checkpoints(sources))
+    return output

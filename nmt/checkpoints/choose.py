@@ -1,27 +1,23 @@
-"""Which checkpoint(s) a config scores and translates with, and loading them as one model.
+"""Which checkpoint(s) a run translates with, and loading them as one model.
 
-The one home of that question: `make eval`, `make translate`, `make align` and the Python API
-all ask here. In order:
+Read by nmt/decoding/plan.py, which every way into decoding goes through. In order:
 
 - checkpoints named by the caller (`--checkpoint a.pt [--checkpoint b.pt]`): several decode as
   an ensemble;
 - `eval.ensemble`: those checkpoints, as an ensemble;
-- with `training.members` > 1, one checkpoint per member (nmt/training/members.py), each chosen
-  as below, as an ensemble;
-- `eval.average: last:N | best:N`: the average of the run's kept step checkpoints, written now
-  (nmt/checkpoints/averaging.py); of fewer, with a warning, when a short run kept fewer;
+- with `training.members` > 1, one checkpoint per translating member
+  (nmt/checkpoints/member_dirs.py), each chosen as below, as an ensemble;
+- `eval.average: last:N | best:N`: the average of the run's kept step checkpoints
+  (nmt/checkpoints/averaging.py; nmt/decoding/plan.py writes it, once, before anything chooses);
 - else the run's own `eval.checkpoint`: runs/<name>/checkpoints/best.pt (or last.pt), falling
   back to the other one.
 
-The run's own checkpoint writes results.json; anything else gets a label and results of its own
-(`Chosen.label`): "ensemble", average_last5 etc., or the checkpoint file's name. Alignment
-(`make align`) reads the same choice: an ensemble aligns by its members' mean attention. A tool
-that measures one model (bench/bench_decode.py) asks `one_checkpoint`: the named one, else the
-run's own.
+Choosing only reads. The run's own checkpoint writes results.json; anything else gets a label and
+results of its own (`Chosen.label`): "ensemble", average_last5 etc., or the checkpoint file's name.
 
 `load_chosen` loads the chosen checkpoints as one model; several become an `Ensemble`
 (nmt/model/ensemble.py) once `load_ensemble` has checked that they read and write the same ids
-(`check_compatible`, which eval.rerank's rescoring models pass too) in the same target order.
+(`check_compatible`, which the rescoring models pass too) in the same target order.
 """
 
 from __future__ import annotations
@@ -34,9 +30,9 @@ from pathlib import Path
 
 import torch
 
-from nmt.checkpoints.averaging import average_label, parse_average, write_average
+from nmt.checkpoints.averaging import average_label, parse_average
 from nmt.checkpoints.file import load_checkpoint, model_from_checkpoint
-from nmt.checkpoints.member_dirs import member_run_dirs
+from nmt.checkpoints.member_dirs import translating_run_dirs
 from nmt.config.schema import Config, differing_data_keys
 from nmt.data.vocab import Vocab
 from nmt.errors import NMTError
@@ -80,33 +76,19 @@ def choose_checkpoints(config: Config, checkpoint: str | Path | list | None = No
 
 
 def configured_checkpoints(config: Config) -> list[Path]:
-    """The checkpoints used when none is named: eval.ensemble, else the average eval.average
-    asks for (written now from the run's kept checkpoints; of those there are, with a warning,
-    when the run kept fewer), else the run's eval.checkpoint; one per member of a run trained
-    with training.members > 1 (an ensemble)."""
+    """The checkpoints used when none is named: eval.ensemble, else each translating member's
+    (one, or an ensemble of training.members) as eval.average or eval.checkpoint say."""
     if config.eval.ensemble:
         return [Path(p) for p in config.eval.ensemble]
-    return _chosen_in(config, forward_member_dirs(config))
+    return chosen_in(config, translating_run_dirs(config))
 
 
-def forward_member_dirs(config: Config) -> list[Path]:
-    """The run folders of the members that translate: all but the last training.reverse_members."""
-    run_dirs = member_run_dirs(config)
-    return run_dirs[: len(run_dirs) - config.training.reverse_members]
-
-
-def rerank_checkpoints(config: Config) -> list[str]:
-    """The rescoring models of make eval: eval.rerank's, then each reverse member's checkpoint
-    (training.reverse_members), chosen as eval.average or eval.checkpoint say."""
-    reverse_dirs = member_run_dirs(config)[len(forward_member_dirs(config)):]
-    return [*config.eval.rerank, *(str(p) for p in _chosen_in(config, reverse_dirs))]
-
-
-def _chosen_in(config: Config, run_dirs: list[Path]) -> list[Path]:
-    """Each run folder's checkpoint: the average eval.average asks for, else eval.checkpoint."""
+def chosen_in(config: Config, run_dirs: list[Path]) -> list[Path]:
+    """Each run folder's checkpoint: the average eval.average names (written by the averaging
+    step, nmt/decoding/plan.py), else eval.checkpoint."""
     if config.eval.average:
-        how, count = parse_average(config.eval.average)
-        return [write_average(run_dir, how, count, allow_fewer=True) for run_dir in run_dirs]
+        name = average_label(*parse_average(config.eval.average))
+        return [run_dir / "checkpoints" / f"{name}.pt" for run_dir in run_dirs]
     return [find_checkpoint(config, config.eval.checkpoint, run_dir) for run_dir in run_dirs]
 
 
@@ -202,6 +184,19 @@ def load_ensemble(paths: Sequence[str | Path]
     _, config, src_vocab, tgt_vocab = first
     model = models[0] if len(models) == 1 else Ensemble(models).eval()
     return model, config, src_vocab, tgt_vocab, checkpoints
+
+
+def load_beside(path: str | Path, first, what: str) -> tuple[TranslationModel, Config, int | None]:
+    """A rescoring model (a channel model, or one of eval.rerank) loaded beside the model
+    `first` = (path, config, src_vocab, tgt_vocab) and checked against it: the same data
+    settings and vocabularies, swapped for a reverse (English → Chinese) model. Returns the
+    model, its config and its training step."""
+    checkpoint = load_checkpoint(path)
+    model, config, src_vocab, tgt_vocab = model_from_checkpoint(checkpoint, str(path))
+    reverse = config.model.direction == "reverse"
+    vocabularies = (tgt_vocab, src_vocab) if reverse else (src_vocab, tgt_vocab)
+    check_compatible(first, (path, config, *vocabularies), what)
+    return model, config, (checkpoint.get("progress") or {}).get("step")
 
 
 def check_compatible(first, other, what: str = "an ensemble's members") -> None:

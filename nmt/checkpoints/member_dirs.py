@@ -1,4 +1,9 @@
-"""Where each member of a run trained with training.members > 1 keeps its run folder.
+"""Where each model of a run trained side by side keeps its run folder, and which of them
+translate: the one owner of that question.
+
+A run trains `training.members` translating models and, after them, `training.channel_members`
+channel models (English → Chinese, model.direction: reverse). Model 1 trains in runs/<name>/
+itself; model k >= 2 in runs/<name>/member<k>/, the channel models last.
 
 Here, beside the code that reads run folders (nmt/checkpoints/choose.py), rather than in
 nmt/training/members.py, which writes them: reading checkpoints must not import training
@@ -13,6 +18,21 @@ from nmt.config.schema import Config
 
 
 def member_run_dirs(config: Config) -> list[Path]:
-    """runs/<name>/ (member 1) and runs/<name>/member<k>/ for k = 2..training.members."""
+    """runs/<name>/ (model 1) and runs/<name>/member<k>/ for every other model trained beside it."""
     return [config.run_dir] + [config.run_dir / f"member{k}"
-                               for k in range(2, config.training.members + 1)]
+                               for k in range(2, config.training.trained_models + 1)]
+
+
+def translating_run_dirs(config: Config) -> list[Path]:
+    """The run folders of the members that translate (training.members)."""
+    return member_run_dirs(config)[: config.training.members]
+
+
+def channel_run_dirs(config: Config) -> list[Path]:
+    """The run folders of the channel members (training.channel_members), which rerank."""
+    return member_run_dirs(config)[config.training.members:]
+
+
+def is_channel_member(config: Config, k: int) -> bool:
+    """Whether model k (1-based) of the run is a channel member."""
+    return k > config.training.members

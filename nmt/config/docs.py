@@ -1,7 +1,8 @@
 """docs/config.md, generated from the schema: every key, its type, default, allowed values and
 what it means.
 
-A key's meaning is the `#` comment beside it in nmt/config/schema.py: the comment lines just
+A key's meaning is the `#` comment beside it in nmt/config/schema.py (the model section's in
+nmt/config/model_schema.py): the comment lines just
 above the key, then the one trailing its line(s), read from the source with `tokenize`, so the
 schema stays the one place it is written. A comment block with a blank line after it heads the
 keys below it (e.g. "Transformer only") and starts a table of their own.
@@ -18,7 +19,7 @@ import tokenize
 import typing
 from typing import Any, Literal
 
-from nmt.config import schema
+from nmt.config import model_schema, schema
 from nmt.config.schema import Config
 from nmt.config.sources import Sources
 
@@ -36,7 +37,7 @@ any key can be overridden on the command line as `section.key=value`, e.g.
 Every key, type and value is checked before any work starts; a typo names the nearest valid key.
 `python scripts/show_config.py configs/tatoeba.yaml` prints an experiment's resolved config.
 
-This page is generated from `nmt/config/schema.py` by `make docs`
+This page is generated from `nmt/config/schema.py` and `nmt/config/model_schema.py` by `make docs`
 (`python scripts/config_docs.py > docs/config.md`); edit the schema's comments, not this page.
 """
 
@@ -52,11 +53,17 @@ class KeyComments:
 
 
 def read_comments() -> KeyComments:
-    """The comment of every field of every class in the schema's source, and the headings."""
-    source = inspect.getsource(schema)
+    """The comment of every field of every class in the schema's sources (nmt/config/schema.py
+    and the model section's nmt/config/model_schema.py), and the headings."""
+    found = KeyComments({}, {})
+    for module in (schema, model_schema):
+        _read_module_comments(inspect.getsource(module), found)
+    return found
+
+
+def _read_module_comments(source: str, found: KeyComments) -> None:
     lines = source.splitlines()
     comments = _comment_lines(source)
-    found = KeyComments({}, {})
     for node in ast.parse(source).body:
         if not isinstance(node, ast.ClassDef):
             continue
@@ -64,13 +71,13 @@ def read_comments() -> KeyComments:
             if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
                 key = (node.name, statement.target.id)
                 above = _block_above(comments, statement.lineno)
+                assert statement.end_lineno is not None  # ast.parse sets it on every node
                 trailing = [comments[row][0] for row in range(statement.lineno, statement.end_lineno + 1)
                             if row in comments and not comments[row][1]]
                 found.meaning[key] = " ".join(above + trailing)
                 heading = _heading_above(comments, lines, statement.lineno - len(above))
                 if heading:
                     found.heading[key] = heading
-    return found
 
 
 def key_comments() -> dict[tuple[str, str], str]:
@@ -80,7 +87,8 @@ def key_comments() -> dict[tuple[str, str], str]:
 
 def _comment_lines(source: str) -> dict[int, tuple[str, bool]]:
     """{line number: (its comment's text, whether the line holds nothing but the comment)}."""
-    comments, code_rows = {}, set()
+    comments: dict[int, str] = {}
+    code_rows: set[int] = set()
     layout = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
               tokenize.ENDMARKER}
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
@@ -93,7 +101,7 @@ def _comment_lines(source: str) -> dict[int, tuple[str, bool]]:
 
 def _block_above(comments: dict[int, tuple[str, bool]], row: int) -> list[str]:
     """The texts of the comment-only lines right above line `row`, top first."""
-    block = []
+    block: list[str] = []
     while (row - 1) in comments and comments[row - 1][1]:
         row -= 1
         block.insert(0, comments[row][0])

@@ -1,10 +1,17 @@
-"""The model section's older, flat shape: read where old runs are read, refused where a user writes.
+"""Older config shapes: read where old runs are read, refused where a user writes them.
 
-Until family sections existed, `model:` held the keys of both families side by side
+The model section's flat shape: until family sections existed, `model:` held the keys of both families side by side
 (`model.d_model`, `model.attention`, `model.rnn: gru`, ...), and the family not chosen ignored
 its keys. Configs saved by those versions (runs/<name>/config.yaml, inside checkpoints) are
 moved into today's shape silently (`config_in_sections`); a config a user writes in the flat
 shape is an error saying where each key went (`flat_model_keys`).
+
+Members counted together: until channel members had a key of their own, `training.members`
+counted every model trained side by side and `training.reverse_members` the reverse ones among
+them (the last), and `eval.rerank_weights` held one weight per eval.rerank checkpoint, then one
+per reverse member. A saved config of that shape is moved to `training.members` (the translating
+ones), `training.channel_members` and `eval.channel_weight` (`members_counted_apart`); a config a
+user writes with `training.reverse_members` is an error saying what to write (`renamed_keys`).
 """
 
 from __future__ import annotations
@@ -77,8 +84,44 @@ def model_in_sections(model: dict) -> dict:
 
 
 def config_in_sections(raw: dict) -> dict:
-    """A saved config (a dict, as YAML or a checkpoint holds it) with its model section in
-    today's shape; `raw` is not changed."""
-    if not isinstance(raw, dict) or not isinstance(raw.get("model"), dict):
+    """A saved config (a dict, as YAML or a checkpoint holds it) in today's shape: its model
+    section in family sections, its members counted apart; `raw` is not changed."""
+    if not isinstance(raw, dict):
         return raw
-    return {**raw, "model": model_in_sections(raw["model"])}
+    if isinstance(raw.get("model"), dict):
+        raw = {**raw, "model": model_in_sections(raw["model"])}
+    return members_counted_apart(raw)
+
+
+def members_counted_apart(raw: dict) -> dict:
+    """A saved config whose training.members counted its reverse members too, in today's keys:
+    members (translating), channel_members, and eval.channel_weight (the reverse members' weight,
+    which followed eval.rerank's in eval.rerank_weights)."""
+    training = raw.get("training")
+    if not isinstance(training, dict) or "reverse_members" not in training:
+        return raw
+    reverse = int(training.get("reverse_members") or 0)
+    moved = {key: value for key, value in training.items() if key != "reverse_members"}
+    moved |= {"members": int(training.get("members") or 1) - reverse, "channel_members": reverse}
+    evaluation = dict(raw.get("eval") or {})
+    named = len(evaluation.get("rerank") or [])
+    weights = list(evaluation.get("rerank_weights") or [])
+    if reverse and len(weights) > named:
+        evaluation["channel_weight"] = weights[named]  # one λ: the reverse members had one each
+    evaluation["rerank_weights"] = weights[:named]
+    return {**raw, "training": moved, "eval": evaluation}
+
+
+def renamed_keys(raw: dict) -> str | None:
+    """What to write instead of training.reverse_members in a config a user wrote; None when
+    it has no such key."""
+    training = raw.get("training") if isinstance(raw, dict) else None
+    if not isinstance(training, dict) or "reverse_members" not in training:
+        return None
+    reverse = training["reverse_members"]
+    members = training.get("members", 1)
+    counts = (f" (here training.members: {members - reverse}, training.channel_members: {reverse})"
+              if isinstance(members, int) and isinstance(reverse, int) else "")
+    return (f"training.reverse_members is now training.channel_members, and training.members "
+            f"counts the translating models only{counts}; the channel models' weight is "
+            f"eval.channel_weight, no longer an entry of eval.rerank_weights")

@@ -17,7 +17,12 @@ from typing import Any, Literal, Optional
 
 from nmt.config.checks import (average_spec, check, corpus_spec, non_negative, positive,
                                probability, sources_spec)
+# The model section lives in a file of its own; its names are importable from here too.
+from nmt.config.model_schema import (FAMILIES, ModelConfig, RNNConfig,  # noqa: F401
+                                     TransformerConfig)
 from nmt.config.sources import Sources, TatoebaTsv
+
+Device = Literal["auto", "cpu", "cuda"]  # training.device's values: auto is CUDA when there is one
 
 SUBWORD_KEYS = ("subword", "src_subword_vocab", "tgt_subword_vocab", "subword_sample")
 # Data keys that say where the data is and how fast it is made, not what it is: a run, its
@@ -78,102 +83,25 @@ class DataConfig:
         return tree
 
 
-@dataclass
-class RNNConfig:
-    """The recurrent family (`model.architecture: rnn`): a bidirectional RNN encoder, attention,
-    and an RNN decoder with a deep output layer (Bahdanau et al., 2015)."""
-
-    cell: Literal["gru", "lstm"] = "gru"  # the recurrent cell of encoder and decoder
-    embed_size: int = field(default=256, metadata=positive)  # word (or piece) embeddings, both sides
-    encoder_hidden: int = field(default=256, metadata=positive)  # the BiRNN state h_j, per direction
-    encoder_layers: int = field(default=1, metadata=positive)  # stacked BiRNN layers
-    decoder_hidden: int = field(default=512, metadata=positive)  # the decoder's state s_i
-    # F(s_{i-1}, h_j): additive (Bahdanau), dot, general (Luong), scaled_dot, or none (fixed context)
-    attention: Literal["additive", "dot", "general", "scaled_dot", "none"] = "additive"
-    # The query: s_{i-1} before the RNN step reads y_{i-1} (Bahdanau), or the new state s_i
-    # after it (Luong's order, as Joey NMT's recurrent decoder does)
-    attention_query: Literal["previous", "current"] = "previous"
-    attention_size: int = field(default=256, metadata=positive)  # additive attention's hidden size
-    readout_size: int = field(default=256, metadata=positive)  # deep output layer before the softmax
-    input_feeding: bool = True  # feed the previous readout into the next decoder step
-
-
-@dataclass
-class TransformerConfig:
-    """The Transformer family (`model.architecture: transformer`; Vaswani et al., 2017): self-
-    and cross-attention layers, always scaled dot-product attention over several heads."""
-
-    encoder_layers: int = field(default=1, metadata=positive)  # encoder layers
-    decoder_layers: int = field(default=1, metadata=positive)  # decoder layers
-    d_model: int = field(default=256, metadata=positive)  # width of embeddings and every layer
-    heads: int = field(default=4, metadata=positive)  # attention heads; d_model / heads each
-    ff_size: int = field(default=1024, metadata=positive)  # the feed-forward sublayer's inner width
-    attention_dropout: float = field(default=0.1, metadata=probability)  # on attention weights
-    activation_dropout: float = field(default=0.1, metadata=probability)  # inside feed-forward
-    norm: Literal["pre", "post"] = "pre"  # LayerNorm before each sublayer (stable) or after
-    positions: Literal["sinusoidal", "learned"] = "sinusoidal"  # position encodings
-    max_positions: int = field(default=512, metadata=positive)  # learned positions: table size
-    # The decoder layer whose cross-attention (heads averaged) is the alignment that plots,
-    # <unk> replacement and the alignment tool read: -1 = the last, 0 = the first
-    alignment_layer: int = -1
-
-
-@dataclass
-class ModelConfig:
-    """The model: the keys both families share, and one section per family. Only the section of
-    the chosen `architecture` may be set; a key of the other family is an error."""
-
-    # rnn: the recurrent seq2seq (model.rnn); transformer: self- and cross-attention layers
-    # (model.transformer)
-    architecture: Literal["rnn", "transformer"] = "rnn"
-    # RNN: on embeddings, between encoder layers and on the readout; Transformer: on embeddings
-    # and residuals
-    dropout: float = field(default=0.2, metadata=probability)
-    # share target embeddings with the output layer (Press & Wolf, 2017)
-    tie_embeddings: bool = False
-    # The order the decoder writes the target in. A right_to_left model is trained on reversed
-    # targets (y_n .. y_1) and its output is turned back before detokenizing; it rescores the
-    # n-best lists of a left-to-right one (eval.rerank; Sennrich et al., 2016).
-    target_order: Literal["left_to_right", "right_to_left"] = "left_to_right"
-    # forward: Chinese → English. reverse: English → Chinese, trained on the same prepared data
-    # with the sides swapped; it does not translate for users, it reads a translation y and says
-    # how well y explains the source x, log p(x | y): the channel model that reranks a forward
-    # model's n-best list (eval.rerank; Yee et al., 2019), and the other direction's attention.
-    direction: Literal["forward", "reverse"] = "forward"
-    rnn: RNNConfig = field(default_factory=RNNConfig)  # the recurrent family's keys
-    transformer: TransformerConfig = field(default_factory=TransformerConfig)  # the Transformer's keys
-
-    def to_dict(self) -> dict:
-        """The shared keys and the chosen family's section: the other family's is not part of
-        the recipe (and may not be written in a config)."""
-        tree = dataclasses.asdict(self)
-        for family in FAMILIES:
-            if family != self.architecture:
-                del tree[family]
-        return tree
-
-
-# The model families: model.architecture's values, each the name of its section under model:.
-FAMILIES = ("rnn", "transformer")
 
 
 @dataclass
 class TrainingConfig:
     """The training loop: optimizer, schedule, validation, checkpoints."""
 
-    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: CUDA when there is one
+    device: Device = "auto"  # auto: CUDA when there is one
     # Autocast matmuls to bfloat16: true, false, or auto = where the CUDA device or the CPU (AMX,
     # AVX-512 BF16) computes bf16 natively. Weights, optimizer and loss stay float32.
     bf16: Literal["auto", True, False] = False
     threads: int = field(default=0, metadata=non_negative)  # CPU threads; 0: cores ÷ local ranks
-    # Models of this recipe trained side by side, one process each with seed + k and cores ÷
-    # members threads, and decoded as an ensemble (nmt/training/members.py); 1: one model
+    # Models of this recipe trained side by side to translate, one process each with seed + k,
+    # decoded as an ensemble (nmt/training/members.py); 1: one model
     members: int = field(default=1, metadata=positive)
-    # Of those members, how many (the last ones) train the reverse direction, English → Chinese
-    # (model.direction: reverse), as channel models: make eval, translate and serve rerank the
-    # forward members' n-best with them (eval.rerank_weights: one weight per eval.rerank
-    # checkpoint, then one per reverse member; noisy-channel reranking, Yee et al., 2019)
-    reverse_members: int = field(default=0, metadata=non_negative)
+    # Channel models trained beside them: English → Chinese (model.direction: reverse), one process
+    # each. make eval, translate and serve rerank the members' n-best list by how well each
+    # translation explains the source, log p(x | y) (eval.channel_weight; noisy-channel
+    # reranking, Yee et al., 2019). 0: none. The cores are shared by members + channel_members.
+    channel_members: int = field(default=0, metadata=non_negative)
     batch_tokens: int = field(default=2000, metadata=positive)  # target tokens per batch (global)
     max_length: int = field(default=50, metadata=positive)  # drop longer training pairs (tokens)
     optimizer: Literal["adam", "adamw"] = "adam"  # adamw: weight decay decoupled from the gradient
@@ -240,6 +168,11 @@ class TrainingConfig:
     # the teachers' beam size (search.length_penalty and max_length_ratio apply too)
     distill_beam_size: int = field(default=5, metadata=positive)
 
+    @property
+    def trained_models(self) -> int:
+        """Models trained side by side, one process (or torchrun group) each."""
+        return self.members + self.channel_members
+
 
 @dataclass
 class SearchConfig:
@@ -291,6 +224,9 @@ class EvalConfig:
     # w_k: one weight >= 0 per eval.rerank checkpoint, in the same order
     rerank_weights: list[float] = field(default_factory=list, metadata=check(
         lambda v: all(w >= 0 for w in v), "numbers >= 0, one per eval.rerank checkpoint"))
+    # λ of the run's channel members (training.channel_members): a candidate's score gains
+    # λ · log p(source | candidate) from each (nmt/decoding/rerank.py); 0: no channel reranking
+    channel_weight: float = field(default=1.0, metadata=non_negative)
 
 
 @dataclass
@@ -309,12 +245,6 @@ class Config:
     @property
     def run_dir(self) -> Path:
         return Path(self.runs_dir) / self.name
-
-    @property
-    def rescoring_models(self) -> int:
-        """How many models rerank make eval's n-best, one eval.rerank_weights entry each:
-        eval.rerank's checkpoints, then the run's reverse members."""
-        return len(self.eval.rerank) + self.training.reverse_members
 
     def to_dict(self) -> dict:
         """Every key (the model section with the chosen family's keys only), as saved beside a

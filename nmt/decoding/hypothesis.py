@@ -21,6 +21,9 @@ class Hypothesis:
     # T = len(tokens) + 1 when `ended` (the last row is the step that produced </s>), else
     # len(tokens). None when the model has no attention or the search did not keep it.
     attention: np.ndarray | None = None
+    # Each rescoring model's term before its weight (nmt/decoding/rerank.py), when every one was
+    # computed; make tune recombines them with other weights (`reweighed`).
+    rescores: tuple[float, ...] = ()
 
 
 @overload

@@ -34,12 +34,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nmt.checkpoints.choose import check_compatible
-from nmt.checkpoints.file import load_checkpoint, model_from_checkpoint
+from nmt.checkpoints.choose import load_beside
 from nmt.config.schema import SearchConfig
 from nmt.data.batching import Example, collate, in_model_order
 from nmt.data.vocab import PAD_ID
 from nmt.decoding.hypothesis import Hypothesis, length_penalty
+from nmt.decoding.plan import RescoringModel
 from nmt.errors import NMTError
 from nmt.model import inference
 
@@ -81,47 +81,55 @@ def candidate_log_probs(model: nn.Module, src_ids: list[list[int]], tgt_ids: lis
 def combine(found: list[list[Hypothesis]], terms: list[list[list[float]] | None],
             weights: list[float]) -> list[list[Hypothesis]]:
     """Each sentence's candidates best first by s(y) + Σ_k w_k · term_k(y), which their `score`
-    then holds (stable: ties keep the search's order)."""
+    then holds (stable: ties keep the search's order); with every term computed, each candidate
+    keeps them in `rescores`."""
     reranked = []
     for i, hyps in enumerate(found):
         scores = [hyp.score + sum(w * t[i][j] for w, t in zip(weights, terms) if t is not None)
                   for j, hyp in enumerate(hyps)]
-        ranked = [dataclasses.replace(hyp, score=score) for hyp, score in zip(hyps, scores)]
+        kept = [tuple(t[i][j] for t in terms if t is not None) if None not in terms else ()
+                for j in range(len(hyps))]
+        ranked = [dataclasses.replace(hyp, score=score, rescores=rescores)
+                  for hyp, score, rescores in zip(hyps, scores, kept)]
         reranked.append(sorted(ranked, key=lambda h: -h.score))
     return reranked
+
+
+def reweighed(found: list[list[Hypothesis]], weights: list[float]) -> list[list[Hypothesis]]:
+    """The n-best lists a Reranker with all weights 0 returned (`Reranker.scoring_all`), ranked
+    again as with `weights`: each candidate's search score plus Σ_k w_k · its `rescores`."""
+    return [sorted((dataclasses.replace(hyp, score=hyp.score + sum(
+        w * t for w, t in zip(weights, hyp.rescores))) for hyp in hyps), key=lambda h: -h.score)
+        for hyps in found]
 
 
 class Reranker:
     """The rescoring models of eval.rerank; `rerank` reorders the search's n-best lists."""
 
-    def __init__(self, rescorers: list[Rescorer]):
+    def __init__(self, rescorers: list[Rescorer], score_all: bool = False):
         self.rescorers = rescorers
+        self.score_all = score_all  # also read the candidates with a rescorer of weight 0
         self.seconds = 0.0  # spent rescoring, over every call
 
+    def scoring_all(self) -> Reranker:
+        """These rescorers with weight 0, each reading every candidate: the search's order
+        stands, and each candidate keeps every term in `rescores` (make tune's `reweighed`)."""
+        return Reranker([dataclasses.replace(r, weight=0.0) for r in self.rescorers], score_all=True)
+
     @classmethod
-    def load(cls, paths: Sequence[str | Path], weights: list[float], main) -> Reranker:
-        """Load `paths` (eval.rerank) with their `weights` (eval.rerank_weights) beside `main`,
-        a Translator: on its device, checked against its vocabularies and data settings."""
-        if len(weights) != len(paths):
-            raise NMTError(f"eval.rerank_weights has {len(weights)} weight(s) but eval.rerank names "
-                           f"{len(paths)} checkpoint(s); give one weight per rescoring model")
-        if any(w < 0 for w in weights):
-            raise NMTError(f"eval.rerank_weights = {weights}: weights must be >= 0")
+    def load(cls, models: Sequence[RescoringModel], main) -> Reranker:
+        """Load a plan's rescoring `models` beside `main`, a Translator: on its device, checked
+        against its vocabularies (swapped for a channel model) and data settings."""
         first = (main.checkpoint or "the main model", main.config, main.src_vocab, main.tgt_vocab)
         rescorers = []
-        for path, weight in zip(paths, weights):
+        for planned in models:
             try:
-                model, config, src_vocab, tgt_vocab = model_from_checkpoint(load_checkpoint(path),
-                                                                            str(path))
-                reverse = config.model.direction == "reverse"
-                # A channel model reads English and writes Chinese: its vocabularies swapped.
-                vocabularies = (tgt_vocab, src_vocab) if reverse else (src_vocab, tgt_vocab)
-                check_compatible(first, (path, config, *vocabularies),
-                                 "a rescoring model and the model it reranks")
+                model, config, _ = load_beside(planned.path, first,
+                                            "a rescoring model and the model it reranks")
             except NMTError as error:
                 raise NMTError(f"eval.rerank: {error}") from None
-            rescorers.append(Rescorer(model.to(main.device).eval(), float(weight), Path(path),
-                                      config.model.target_order, reverse))
+            rescorers.append(Rescorer(model.to(main.device).eval(), planned.weight, planned.path,
+                                      config.model.target_order, config.model.direction == "reverse"))
         return cls(rescorers)
 
     def rerank(self, src_ids: list[list[int]], found: list[list[Hypothesis]],
@@ -130,7 +138,7 @@ class Reranker:
         their `score` then holds. Empty sources are left as they are; a weight of 0 adds nothing,
         so the search's order stands."""
         start = time.perf_counter()
-        terms = self.terms(src_ids, found, search, skip_unweighted=True)
+        terms = self.terms(src_ids, found, search, skip_unweighted=not self.score_all)
         reranked = combine(found, terms, [r.weight for r in self.rescorers])
         self.seconds += time.perf_counter() - start
         return reranked
@@ -139,8 +147,7 @@ class Reranker:
               skip_unweighted: bool = False) -> list[list[list[float]] | None]:
         """Per rescorer, its term of each candidate's score before the weight: log p(y | x) /
         lp(|y|), or log p(x | y) for a channel model; shaped like `found`. A rescorer skipped
-        (weight 0 with `skip_unweighted`) gives None. make tune computes them once and tries
-        many weights (combine)."""
+        (weight 0 with `skip_unweighted`) gives None."""
         pairs = [(i, j) for i, hyps in enumerate(found) if len(src_ids[i]) for j in range(len(hyps))]
         candidates = [found[i][j] for i, j in pairs]
         all_terms: list[list[list[float]] | None] = []

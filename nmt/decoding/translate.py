@@ -12,6 +12,7 @@ never ask which order a model writes in.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -25,37 +26,36 @@ from nmt.decoding.rerank import Reranker
 from nmt.decoding.search import search
 from nmt.decoding.workers import search_batches, worker_count
 from nmt.model import MAX_SOURCE_TOKENS, TranslationModel, inference, target_order
+from nmt.runtime import use_bf16
 
 
-def decode_ids(model: TranslationModel, src_ids: list[list[int]], config: SearchConfig,
+def decode_ids(model: TranslationModel, src_ids: list[list[int]], search_config: SearchConfig,
                device: torch.device | str | None = None, keep_attention: bool = False,
                progress: Callable[[int], None] | None = None,
-               workers: int = 1, reranker: Reranker | None = None,
-               bf16: bool = False) -> list[list[Hypothesis]]:
+               reranker: Reranker | None = None) -> list[list[Hypothesis]]:
     """Search every sentence of `src_ids` (source ids, no <s>/</s>); per sentence its n-best list.
 
-    Sentences are sorted by length into batches of `config.batch_size` (less padding) and
+    Sentences are sorted by length into batches of `search_config.batch_size` (less padding) and
     returned in input order. An empty sentence gets one empty hypothesis without running the
     model. The model is put in eval mode for the search and back into its former mode after.
     `progress(n)` is called after each batch with the number of sentences it held. A
     right_to_left model's hypotheses come back in reading order (see the module docstring).
-    `workers`: processes searching batches side by side (nmt/decoding/workers.py; 0: one per
-    thread); the hypotheses are the same as with one. `reranker` reorders each batch's n-best
-    lists where the batch was searched, so the workers rescore side by side too. `bf16`: both
-    under bfloat16 autocast (search.bf16).
+    `search_config.workers`: processes searching batches side by side (nmt/decoding/workers.py;
+    0: one per thread); the hypotheses are the same as with one. `search_config.bf16`: search
+    and rescoring under bfloat16 autocast. `reranker` chooses among the whole beam (the search
+    keeps search_config.beam_size hypotheses, then n_best of them are returned), where each batch
+    was searched, so the workers rescore side by side too.
     """
+    config = search_config
+    if reranker is not None:  # the whole beam is the n-best list the rescoring models choose from
+        config = dataclasses.replace(search_config, n_best=search_config.beam_size)
     device = torch.device(device) if device is not None else next(model.parameters()).device
+    bf16 = config.bf16 if isinstance(config.bf16, bool) else use_bf16(config.bf16, device, "search.bf16")
     reverse = target_order(model) == "right_to_left"
-    results: list[list[Hypothesis] | None] = [None] * len(src_ids)
-    order = []
-    for i, ids in enumerate(src_ids):
-        if len(ids):
-            order.append(i)
-        else:
-            results[i] = [Hypothesis([], 0.0, 0.0, True, None)]
-    order.sort(key=lambda i: -len(src_ids[i]))
-    batches = [order[start:start + config.batch_size]
-               for start in range(0, len(order), config.batch_size)]
+    # an empty sentence's one empty hypothesis; the others are searched
+    results: list[list[Hypothesis] | None] = [
+        None if len(ids) else [Hypothesis([], 0.0, 0.0, True, None)] for ids in src_ids]
+    batches = length_batches(src_ids, config.batch_size)
 
     def search_batch(batch: list[int]) -> tuple[list[list[Hypothesis]], float]:
         rows = [list(src_ids[i])[:MAX_SOURCE_TOKENS] for i in batch]
@@ -75,7 +75,7 @@ def decode_ids(model: TranslationModel, src_ids: list[list[int]], config: Search
             found = reranker.rerank(rows, found, config)
             return found, reranker.seconds - before
 
-    forks = worker_count(workers, len(batches), device)
+    forks = worker_count(config.workers, len(batches), device)
     with inference(model):
         for batch, (found, rerank_seconds) in search_batches(search_batch, batches, forks):
             for i, hyps in zip(batch, found):
@@ -84,14 +84,25 @@ def decode_ids(model: TranslationModel, src_ids: list[list[int]], config: Search
                 reranker.seconds += rerank_seconds  # a forked worker counted on its own copy
             if progress is not None:
                 progress(len(batch))
+    if reranker is not None:
+        return [hyps[: search_config.n_best] for hyps in results]  # type: ignore[index]
     return results  # type: ignore[return-value]
+
+
+def length_batches(src_ids: list[list[int]], batch_size: int) -> list[list[int]]:
+    """The indices of the non-empty sentences, longest first, in batches of `batch_size`."""
+    order = [i for i, ids in enumerate(src_ids) if len(ids)]
+    order.sort(key=lambda i: -len(src_ids[i]))
+    return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
 
 
 def translate_token_ids(model: TranslationModel, src_ids: list[list[int]], config: SearchConfig,
                         device: torch.device | str | None = None,
                         keep_attention: bool = True) -> list[Hypothesis]:
-    """The best hypothesis for each encoded source sentence, in input order (see decode_ids)."""
-    return [hyps[0] for hyps in decode_ids(model, src_ids, config, device, keep_attention)]
+    """The best hypothesis for each encoded source sentence, in input order (see decode_ids): in
+    this process, without bfloat16 autocast (training's dev BLEU)."""
+    here = dataclasses.replace(config, workers=1, bf16=False)
+    return [hyps[0] for hyps in decode_ids(model, src_ids, here, device, keep_attention)]
 
 
 def alignment_heads(model: TranslationModel, src_ids: list[int], tgt_ids: list[int], rows: int,

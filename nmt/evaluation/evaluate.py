@@ -6,14 +6,14 @@ references: BLEU and chrF, each with its sacrebleu signature so that anyone can 
 number. Writes runs/<name>/results.json and runs/<name>/hypotheses.<split>.en, and logs
 eval/bleu and eval/chrf to runs/<name>/tensorboard/ at the checkpoint's training step.
 
-The run's own model (eval.checkpoint: best.pt or last.pt) writes results.json; anything else gets
-a label and its own files, so that `make report` shows each as a row of its own:
-results.<label>.json and hypotheses.<label>.<split>.en. The label is "ensemble" for several
-checkpoints (eval.ensemble or several --checkpoint), average_last5 etc. for eval.average, else the
-checkpoint file's name (an averaged checkpoint written by scripts/average_checkpoints.py keeps
-its name), or what `label` says. With eval.rerank, rescoring models choose among the beam's
-n-best list (nmt/decoding/rerank.py): the label is "rerank" (or "<label>.rerank", e.g.
-ensemble.rerank), and the results record the rescoring checkpoints, weights and seconds.
+What is decoded is the run's decoding plan (nmt/decoding/plan.py). The run's own model
+(eval.checkpoint: best.pt or last.pt) writes results.json; anything else gets a label and its own
+files, so that `make report` shows each as a row of its own: results.<label>.json and
+hypotheses.<label>.<split>.en. The label is "ensemble" for several checkpoints (eval.ensemble,
+training.members or several --checkpoint), average_last5 etc. for eval.average, else the
+checkpoint file's name, or what `--label` says; ".rerank" is added when rescoring models choose
+among the beam's n-best list (nmt/decoding/rerank.py: eval.rerank, training.channel_members),
+e.g. ensemble.average_best5.rerank, and the results record their checkpoints, weights and seconds.
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
-from nmt.checkpoints.choose import Chosen, averaged_from, choose_checkpoints
+from nmt.checkpoints.choose import averaged_from
 from nmt.config.schema import Config, differing_data_keys
 from nmt.data.prepare import load_prepared
+from nmt.decoding.plan import DecodingPlan
 from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
 from nmt.evaluation.length import format_buckets, length_buckets
@@ -41,28 +42,21 @@ from nmt.runtime import cpu_model
 log = logging.getLogger(__name__)
 
 
-def evaluate(config: Config, checkpoint: str | Path | list | None = None, prepared=None,
-             label: str | None = None) -> dict:
-    """Translate and score `config.eval.split`; returns what results.json holds.
-
-    `checkpoint`: one path, or several for an ensemble; default: what nmt/checkpoints/choose.py
-    chooses for the config (eval.ensemble, eval.average, else eval.checkpoint). `prepared`
-    defaults to `load_prepared(config)` (anything with `.text(split, lang)` paths will do).
-    `label` names the results file (see the module docstring).
-    """
-    chosen = choose_checkpoints(config, checkpoint, label)
-    # with eval.rerank's models, checked against the main model (and through it the config)
-    translator = Translator.from_config(config, chosen.paths, keep_attention=False)
-    for member in chosen.paths:  # an ensemble's members were checked against the first one
+def evaluate(plan: DecodingPlan, prepared=None) -> dict:
+    """Translate and score `plan.config.eval.split` as `plan` decodes; returns what the results
+    file holds. `prepared` defaults to `load_prepared(plan.config)` (anything with
+    `.text(split, lang)` paths will do)."""
+    config = plan.config
+    # with the plan's rescoring models, checked against the main model (and through it the config)
+    translator = Translator.from_plan(plan, keep_attention=False)
+    for member in plan.checkpoints:  # an ensemble's members were checked against the first one
         _check_same_data(config, translator.config, member)
-    if translator.reranker is not None:  # eval.rerank or the run's reverse members
-        chosen = dataclasses.replace(chosen, label=label or rerank_label(chosen.label))
-        if config.search.beam_size == 1:
-            log.warning("eval.rerank with search.beam_size = 1: one candidate per sentence, "
-                        "nothing to choose from; raise search.beam_size")
+    if plan.rescoring and plan.search.beam_size == 1:
+        log.warning("rescoring with search.beam_size = 1: one candidate per sentence, nothing "
+                    "to choose from; raise search.beam_size")
     sources, references = read_split(prepared or load_prepared(config), config.eval.split)
     log.info("translating %d %s sentences with beam %d (%s)", len(sources), config.eval.split,
-             config.search.beam_size, chosen.paths[0])
+             plan.search.beam_size, plan.checkpoints[0])
     bar = tqdm(total=len(sources), unit="sent", desc=f"translate {config.eval.split}",
                dynamic_ncols=True)
     start = time.perf_counter()
@@ -72,13 +66,8 @@ def evaluate(config: Config, checkpoint: str | Path | list | None = None, prepar
     # A lowercased model is scored case-blind.
     results = score(hypotheses, references, lowercase=translator.config.data.lowercase,
                     sources=sources)
-    results.update(run_facts(config, translator, chosen, len(sources), seconds))
-    return write_results(config, chosen.label, hypotheses, results)
-
-
-def rerank_label(label: str | None) -> str:
-    """results.rerank.json for the run's own model, results.<label>.rerank.json for others."""
-    return "rerank" if label is None else f"{label}.rerank"
+    results.update(run_facts(plan, translator, len(sources), seconds))
+    return write_results(config, plan.label, hypotheses, results)
 
 
 def read_split(prepared, split: str) -> tuple[list[str], list[str]]:
@@ -115,20 +104,19 @@ def score(hypotheses: list[str], references: list[str], lowercase: bool = False,
     }
 
 
-def run_facts(config: Config, translator: Translator, chosen: Chosen, sentences: int,
-              seconds: float) -> dict:
+def run_facts(plan: DecodingPlan, translator: Translator, sentences: int, seconds: float) -> dict:
     """What was scored, how it was decoded, and how fast (`seconds`: rescoring included)."""
     reranker = translator.reranker
     reranked = {} if reranker is None else {
         "rerank": reranker.paths, "rerank_weights": reranker.weights,
         "rerank_seconds": round(reranker.seconds, 2)}
     return {
-        "beam_size": config.search.beam_size,
-        "search": dataclasses.asdict(config.search),
-        "checkpoint": str(chosen.paths[0]),
-        "label": chosen.label,
-        "checkpoints": [str(p) for p in chosen.paths],
-        "averaged_from": averaged_from(chosen.paths),
+        "beam_size": plan.search.beam_size,
+        "search": dataclasses.asdict(plan.config.search),  # as configured (and tuned)
+        "checkpoint": str(plan.checkpoints[0]),
+        "label": plan.label,
+        "checkpoints": [str(p) for p in plan.checkpoints],
+        "averaged_from": averaged_from(list(plan.checkpoints)),
         "step": int(translator.progress.get("step", 0)),
         "sentences": sentences,
         "seconds": round(seconds, 2),
@@ -136,7 +124,7 @@ def run_facts(config: Config, translator: Translator, chosen: Chosen, sentences:
         "device": str(translator.device),
         # where the speed was measured: a figure means little without the machine
         "cpu": cpu_model(), "threads": torch.get_num_threads(),
-        "dtype": "bfloat16" if translator.uses_bf16() else "float32",
+        "dtype": "bfloat16" if plan.search.bf16 else "float32",
         **reranked,
     }
 

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import yaml
 
-from nmt.checkpoints.averaging import average_label, parse_average
+from nmt.config.loader import build_saved_config
+from nmt.decoding.plan import planned_label
 from nmt.errors import NMTError
 from nmt.evaluation.report import COLUMNS
 from nmt.io import atomic_write_text
@@ -117,17 +118,13 @@ def _recipe(run: Path) -> tuple[str, str | None] | None:
 
 
 def _eval_label(config: dict) -> str | None:
-    """The label of what `make eval` scores with this saved config (nmt/checkpoints/choose.py):
-    the members' ensemble, each averaged as eval.average says, or the average, or (None) the
-    run's own checkpoint."""
-    training, evaluation = config.get("training") or {}, config.get("eval") or {}
-    forward = (training.get("members") or 1) - (training.get("reverse_members") or 0)
-    average = evaluation.get("average")
-    averaged = average_label(*parse_average(average)) if average else None
-    label = (f"ensemble.{averaged}" if averaged else "ensemble") if forward > 1 else averaged
-    if evaluation.get("rerank") or training.get("reverse_members"):  # make eval reranks
-        return "rerank" if label is None else f"{label}.rerank"
-    return label
+    """The label of what `make eval` scores with this saved config (nmt/decoding/plan.py): the
+    members' ensemble, each averaged as eval.average says, or the average, or (None) the run's
+    own checkpoint, with ".rerank" when rescoring models choose."""
+    try:
+        return planned_label(build_saved_config(config, "config.yaml"))
+    except NMTError:  # a config this version no longer reads: no recipe row
+        return None
 
 
 def as_report_row(entry: dict) -> dict:

@@ -5,8 +5,11 @@ split is translated once per setting tried, one key at a time (coordinate ascent
 values are tried with the best values found so far for the others):
 
 1. search.stop, length_penalty, coverage_penalty, word_reward: a beam search each;
-2. eval.rerank_weights, one rescorer at a time, on the n-best lists of the chosen search: the
-   rescorers read every candidate once, and each weight only recombines their scores.
+2. eval.rerank_weights and eval.channel_weight, one at a time, on the n-best lists of the chosen
+   search: the rescorers read every candidate once, and each weight only ranks them again.
+
+Both steps decode through the Translator's own search → rerank path (Translator.decode), as
+`make eval` does, with the run's decoding plan (nmt/decoding/plan.py).
 
 Every setting tried is printed with its dev BLEU and length ratio. The best goes into
 runs/<name>/search.tuned.yaml (nmt/config/tuned.py), which `make eval`, `make translate`,
@@ -21,15 +24,14 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import sacrebleu
-import torch
 import yaml
 
 from nmt.config.schema import Config, SearchConfig
 from nmt.config.tuned import TUNED_SEARCH_KEYS, tuned_path
 from nmt.data.prepare import load_prepared
 from nmt.decoding.hypothesis import Hypothesis
-from nmt.decoding.rerank import combine
-from nmt.decoding.translate import decode_ids
+from nmt.decoding.plan import plan_for
+from nmt.decoding.rerank import reweighed
 from nmt.decoding.translator import Translator
 from nmt.evaluation.evaluate import read_split
 from nmt.io import atomic_write_text
@@ -63,63 +65,22 @@ def tune(config: Config, report: Callable[[Trial], None] = lambda trial: None,
          rerank_weights: list[float] | None = None) -> dict:
     """Tune `config`'s search on its dev split; writes and returns what search.tuned.yaml holds.
     `report` sees every trial as it is measured."""
-    grid = SEARCH_GRID if grid is None else grid
-    translator = Translator.from_config(config, keep_attention=False)
-    reranker, translator.reranker = translator.reranker, None  # step 1 searches without it
-    sources, references = read_split(load_prepared(config), "dev")
-    src_tokens = [translator.segment(line) for line in sources]
-    src_ids = [translator.src_vocab.encode(tokens) for tokens in src_tokens]
-    trials: list[Trial] = []
-
-    def measure(setting: str, found: list[list[Hypothesis]]) -> Trial:
-        texts = [translator.translation_of(tokens, hyps[:1]).text
-                 for tokens, hyps in zip(src_tokens, found)]
-        trial = Trial(setting, *dev_score(texts, references))
-        trials.append(trial)
-        report(trial)
-        return trial
-
-    def search_with(search: SearchConfig) -> list[list[Hypothesis]]:
-        return decode_ids(translator.model, src_ids, search, translator.device,
-                          keep_attention=False, workers=search.workers,
-                          bf16=translator.uses_bf16(search))
-
-    best_search = config.search
-    best = measure(describe(best_search), search_with(best_search))
-    for key, values in grid.items():
-        for value in values:
-            if value == getattr(best_search, key):
-                continue
-            candidate = dataclasses.replace(best_search, **{key: value})
-            trial = measure(describe(candidate), search_with(candidate))
-            if trial.bleu > best.bleu:
-                best, best_search = trial, candidate
-
-    weights = list(config.eval.rerank_weights)
-    if reranker is not None:
-        n_best = dataclasses.replace(best_search, n_best=best_search.beam_size)
-        found = search_with(n_best)
-        with torch.autocast(translator.device.type, dtype=torch.bfloat16,
-                            enabled=translator.uses_bf16(n_best)):  # as make eval rescores
-            terms = reranker.terms(src_ids, found, n_best)
-        best = measure(describe(best_search, weights), combine(found, terms, weights))
-        for k in range(len(weights)):
-            for value in rerank_weights or RERANK_WEIGHTS:
-                candidate_weights = weights[:k] + [value] + weights[k + 1:]
-                if value == weights[k]:
-                    continue
-                trial = measure(describe(best_search, candidate_weights),
-                                combine(found, terms, candidate_weights))
-                if trial.bleu > best.bleu:
-                    best, weights = trial, candidate_weights
-
+    plan = plan_for(config, tuned=False)  # from the config's own settings, not an earlier tuning
+    tuning = Tuning(Translator.from_plan(plan, keep_attention=False), *read_split(
+        load_prepared(config), "dev"), report)
+    best, search = tuning.search_keys(plan.search, SEARCH_GRID if grid is None else grid)
+    weights = [*config.eval.rerank_weights, config.eval.channel_weight]
+    if tuning.translator.reranker is not None:
+        best, weights = tuning.rescoring_weights(search, weights, rerank_weights or RERANK_WEIGHTS)
+    channel = {"channel_weight": weights[-1]} if plan.channel is not None else {}
     tuned = {
-        "search": {key: getattr(best_search, key) for key in TUNED_SEARCH_KEYS},
-        **({"eval": {"rerank_weights": weights}} if reranker is not None else {}),
+        "search": {key: getattr(search, key) for key in TUNED_SEARCH_KEYS},
+        **({"eval": {"rerank_weights": weights[:-1], **channel}}
+           if tuning.translator.reranker is not None else {}),
         "dev_bleu": round(best.bleu, 2),
         "dev_length_ratio": round(best.ratio, 4),
-        "models": [str(p) for p in translator.checkpoints],
-        "trials": [dataclasses.asdict(t) for t in trials],
+        "models": [str(p) for p in plan.checkpoints],
+        "trials": [dataclasses.asdict(t) for t in tuning.trials],
     }
     atomic_write_text(tuned_path(config), "# Written by `make tune` (nmt/evaluation/tune.py): "
                       "the search chosen on dev.\n" + yaml.safe_dump(tuned, sort_keys=False,
@@ -127,7 +88,78 @@ def tune(config: Config, report: Callable[[Trial], None] = lambda trial: None,
     return tuned
 
 
-def describe(search: SearchConfig, rerank_weights: list[float] | None = None) -> str:
-    """The tuned keys of a setting, as overrides."""
-    text = " ".join(f"search.{key}={getattr(search, key)}" for key in TUNED_SEARCH_KEYS)
-    return text if rerank_weights is None else f"{text} eval.rerank_weights={rerank_weights}"
+def expanded(weights: list[float], channel_models: int) -> list[float]:
+    """Tuned weights (eval.rerank_weights, then eval.channel_weight) as the plan's rescoring
+    models take them: the channel weight once per channel member."""
+    return weights[:-1] + [weights[-1]] * channel_models
+
+
+def describe_weights(weights: list[float], channel: bool) -> str:
+    """Tuned weights as overrides; eval.channel_weight only where there are channel members."""
+    text = f"eval.rerank_weights={weights[:-1]}"
+    return f"{text} eval.channel_weight={weights[-1]}" if channel else text
+
+
+class Tuning:
+    """The dev split translated once per setting tried, through the Translator's own search →
+    rerank path; every trial kept and reported."""
+
+    def __init__(self, translator: Translator, sources: list[str], references: list[str],
+                 report: Callable[[Trial], None]):
+        self.translator, self.references, self.report = translator, references, report
+        self.src_tokens = [translator.segment(line) for line in sources]
+        self.src_ids = [translator.src_vocab.encode(tokens) for tokens in self.src_tokens]
+        self.trials: list[Trial] = []
+
+    def measure(self, setting: str, found: list[list[Hypothesis]]) -> Trial:
+        side = self.translator.target_side()
+        texts = [side.translation(tokens, hyps[:1]).text for tokens, hyps in zip(self.src_tokens, found)]
+        trial = Trial(setting, *dev_score(texts, self.references))
+        self.trials.append(trial)
+        self.report(trial)
+        return trial
+
+    def search_keys(self, search: SearchConfig, grid: dict[str, list[Any]]
+                    ) -> tuple[Trial, SearchConfig]:
+        """Step 1: each search key in turn, searched without the rescoring models."""
+        plain = self.translator.with_reranker(None)
+        best = self.measure(describe(search), plain.decode(self.src_ids, search))
+        for key, values in grid.items():
+            for value in values:
+                if value == getattr(search, key):
+                    continue
+                candidate = dataclasses.replace(search, **{key: value})
+                trial = self.measure(describe(candidate), plain.decode(self.src_ids, candidate))
+                if trial.bleu > best.bleu:
+                    best, search = trial, candidate
+        return best, search
+
+    def rescoring_weights(self, search: SearchConfig, weights: list[float], values: list[float]
+                          ) -> tuple[Trial, list[float]]:
+        """Step 2: each weight in turn (eval.rerank_weights, then eval.channel_weight); the
+        rescorers read every candidate once (as make eval rescores them, on the whole beam),
+        and each weight only ranks them again."""
+        reranker = self.translator.reranker
+        assert reranker is not None
+        channel_models = len(reranker.rescorers) - (len(weights) - 1)  # after eval.rerank's
+        whole_beam = dataclasses.replace(search, n_best=search.beam_size)  # every candidate kept
+        found = self.translator.with_reranker(reranker.scoring_all()).decode(self.src_ids, whole_beam)
+
+        def measure(candidate: list[float]) -> Trial:
+            return self.measure(f"{describe(search)} {describe_weights(candidate, channel_models > 0)}",
+                                reweighed(found, expanded(candidate, channel_models)))
+
+        best = measure(weights)
+        for k in range(len(weights) if channel_models else len(weights) - 1):
+            for value in values:
+                if value != weights[k]:
+                    candidate = weights[:k] + [value] + weights[k + 1:]
+                    trial = measure(candidate)
+                    if trial.bleu > best.bleu:
+                        best, weights = trial, candidate
+        return best, weights
+
+
+def describe(search: SearchConfig) -> str:
+    """The tuned search keys of a setting, as overrides."""
+    return " ".join(f"search.{key}={getattr(search, key)}" for key in TUNED_SEARCH_KEYS)

@@ -12,8 +12,9 @@ Parameters, bodies and answers are declared (FastAPI's Query, the pydantic model
 `schemas`), so /openapi.json describes them all. Errors: see `errors`.
 """
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 from fastapi import FastAPI, Query
@@ -21,6 +22,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from nmt.align.bidirectional import BidirectionalAligner
+from nmt.align.translated import align_lines, aligner_of
 from nmt.align.extract import extract_links
 from nmt.align.links import Link, join_units, parse_pairs
 from nmt.align.units import unit_links_to_tokens
@@ -33,8 +35,9 @@ from nmt.serve.schemas import (BEAM, MAX_BEAM, NBEST, RUN, BatchResult, Error, H
 
 STATIC = Path(__file__).parent / "static"
 # Any 4xx is an Error; declaring "4XX" also keeps FastAPI from listing its own 422 body.
-ERRORS = {"4XX": {"model": Error, "description": "a bad request: what is wrong and what to do"},
-          500: {"model": Error, "description": "a server error (logged; the server goes on)"}}
+ERRORS: dict[int | str, dict[str, Any]] = {
+    "4XX": {"model": Error, "description": "a bad request: what is wrong and what to do"},
+    500: {"model": Error, "description": "a server error (logged; the server goes on)"}}
 
 
 def create_app(registry: RunRegistry, max_chars: int = 2000) -> FastAPI:
@@ -110,21 +113,22 @@ def translate(registry: RunRegistry, lines: list[str], beam: int, nbest: int, ru
     batcher = registry.get(run)
     translator = batcher.translator
     results = batcher.translate(lines, beam, nbest)
-    both = bidirectional_links(translator, results) or [None] * len(results)
+    both: Sequence[set[Link] | None] = bidirectional_links(translator, results) or [None] * len(results)
     answers = [describe(translator, result, links) for result, links in zip(results, both)]
     return {"run": translator.run_name, "architecture": translator.architecture, "lines": answers}
 
 
 def bidirectional_links(translator: Translator, results: list[Translation]
                         ) -> list[set[Link]] | None:
-    """With a reverse model among the run's eval.rerank, each line's links from both directions
-    (Translator.align: the forward model and the reverse one, teacher-forced on the translation),
-    moved from characters and Moses tokens onto the words the page shows; else None."""
-    if not isinstance(translator.aligner, BidirectionalAligner):
+    """With a channel (reverse) model in the run's plan, each line's links from both directions
+    (nmt/align/translated.py: the forward model and the reverse one, teacher-forced on the
+    translation), moved from characters and Moses tokens onto the words the page shows; else
+    None."""
+    if not isinstance(aligner_of(translator), BidirectionalAligner):
         return None
     lines = [f"{join_units(r.src_tokens)}\t{r.text}" for r in results]
     pairs = parse_pairs(lines, "the page's translations")
-    found = translator.align([p.src_text for p in pairs], [p.tgt_text for p in pairs])
+    found = align_lines(translator, [p.src_text for p in pairs], [p.tgt_text for p in pairs])
     return [unit_links_to_tokens(set(links), r.src_tokens, p.src_units, r.tokens, p.tgt_units)
             for links, r, p in zip(found, results, pairs)]
 

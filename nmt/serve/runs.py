@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
 import threading
 from pathlib import Path
 
+from nmt.config.schema import Device
+from nmt.decoding.plan import DecodingPlan, run_plan
 from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
 from nmt.serve.batcher import Batcher
@@ -24,8 +25,12 @@ class UnknownRun(NMTError):
 
 
 class RunRegistry:
-    def __init__(self, runs_dir: str | Path, default_run: str, device: str = "cpu"):
+    def __init__(self, runs_dir: str | Path, default_run: str, device: Device = "cpu",
+                 default_plan: DecodingPlan | None = None):
+        """`default_plan`: how the default run decodes (the config and overrides `make serve`
+        was given); any other run decodes as its own saved config says (run_plan)."""
         self.runs_dir, self.default_run, self.device = Path(runs_dir), default_run, device
+        self.default_plan = default_plan
         self._loaded: dict[str, Batcher] = {}
         self._lock = threading.Lock()
 
@@ -54,12 +59,13 @@ class RunRegistry:
                                          f"{self.runs_dir}/ (trained: {', '.join(self.names()) or 'none'}"
                                          f"; `make train` makes one)")
                     log.info("loading run %s", name)
-                    translator = Translator.from_run(self.runs_dir / name, self.device)
+                    plan = (self.default_plan if name == self.default_run and self.default_plan
+                            else run_plan(self.runs_dir / name, self.device))
+                    # No forked search workers: forking a process whose threads serve requests
+                    # could copy a lock one of them holds; a request's batch is small anyway.
+                    translator = Translator.from_plan(plan.with_search(workers=1))
                     # Shared by threads: decoding restores the mode it found, so eval stays eval
                     # and no request ever sees another switch dropout on.
                     translator.model.eval()
-                    # No forked search workers: forking a process whose threads serve requests
-                    # could copy a lock one of them holds; a request's batch is small anyway.
-                    translator.search = dataclasses.replace(translator.search, workers=1)
                     self._loaded[name] = Batcher(translator)
         return self._loaded[name]

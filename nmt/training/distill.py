@@ -95,9 +95,10 @@ def teacher_paths(config: Config) -> list[Path]:
 
 
 def teacher_search(config: Config) -> SearchConfig:
-    """The config's search with the teachers' beam; the best hypothesis only, ids as searched."""
+    """The config's search with the teachers' beam; the best hypothesis only, ids as searched,
+    in this process and in float32 (the cached translations' hash does not name those)."""
     return dataclasses.replace(config.search, beam_size=config.training.distill_beam_size,
-                               n_best=1, replace_unk=False)
+                               n_best=1, replace_unk=False, workers=1, bf16=False)
 
 
 def distill_hash(config: Config, teachers: list[dict], search: SearchConfig) -> str:

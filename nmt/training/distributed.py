@@ -5,7 +5,7 @@ global batches (they are a pure function of seed and epoch) and trains on its ow
 one; DDP averages the gradients. Rank 0 alone writes files and validates, then tells the others
 what it found.
 
-With training.members = M > 1 the world is split into M groups, one per member, interleaved:
+With M = training.members + training.channel_members > 1 models the world is split into M groups, one per member, interleaved:
 member k (1-based) is global ranks k-1, k-1+M, k-1+2M, ... Each group trains its own model with
 DDP over its own process group, and its first rank (global rank k-1) is that member's rank 0.
 Interleaving puts every member's rank 0 on machine 0, where runs/ is, when M <= the processes
@@ -35,7 +35,7 @@ class Distributed:
     rank: int = 0  # within this rank's member group: 0 writes the member's run folder
     world_size: int = 1  # ranks training this member
     local_rank: int = 0  # on this machine (LOCAL_RANK): picks the GPU
-    member: int = 1  # the member (1-based, training.members) this rank trains
+    member: int = 1  # the model (1-based, of training.members + channel_members) this rank trains
     global_rank: int = 0  # in torchrun's whole world (RANK)
     global_size: int = 1  # WORLD_SIZE: every member's ranks
     group: Any = None  # the member's process group; None: the whole world (one member)
@@ -150,14 +150,16 @@ def member_ranks(world_size: int, members: int, local_world_size: int) -> list[l
     Interleaved so that member k's rank 0 is global rank k - 1, on machine 0 (where runs/ is)
     whenever members <= the processes per machine. Errors name what to set."""
     if world_size % members:
-        raise NMTError(f"training.members={members} does not divide the {world_size} torchrun "
-                       f"processes (WORLD_SIZE): start a multiple of {members} processes "
-                       f"(NPROC x NNODES) or set training.members to a divisor of {world_size}")
+        raise NMTError(f"the run's {members} models (training.members + training.channel_members) "
+                       f"do not divide the {world_size} torchrun processes (WORLD_SIZE): start a "
+                       f"multiple of {members} processes (NPROC x NNODES) or train a divisor of "
+                       f"{world_size} models")
     if world_size > local_world_size and members > local_world_size:
-        raise NMTError(f"training.members={members} is more than the {local_world_size} processes "
+        raise NMTError(f"the run's {members} models (training.members + training.channel_members) "
+                       f"are more than the {local_world_size} processes "
                        f"per machine (LOCAL_WORLD_SIZE) of this several-machine run: a member's "
                        f"rank 0 would be on another machine than runs/. Set NPROC to at least "
-                       f"{members} or training.members to at most {local_world_size}")
+                       f"{members} or train at most {local_world_size} models")
     return [list(range(k, world_size, members)) for k in range(members)]
 
 

@@ -43,7 +43,7 @@ def train(config: Config, command: str | None = None) -> Path:
     every figure in the results table can be traced back to how it was made. With
     training.members > 1 every member trains at once: in processes of their own, or under
     torchrun each in its own group of the ranks (nmt/training/distributed.py)."""
-    if config.training.members > 1 and int(os.environ.get("WORLD_SIZE", "1")) == 1:
+    if config.training.trained_models > 1 and int(os.environ.get("WORLD_SIZE", "1")) == 1:
         return train_side_by_side(config, command)
     return train_one(config, command)
 

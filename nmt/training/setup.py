@@ -42,7 +42,7 @@ class TrainingData:
 def start_processes(training: TrainingConfig) -> tuple[Distributed, torch.device, int]:
     """This process's rank (one, or one of torchrun's, in the group of the member it trains with
     training.members > 1), its device and its CPU threads."""
-    distributed = Distributed.from_env(pick_device(training.device).type, training.members)
+    distributed = Distributed.from_env(pick_device(training.device).type, training.trained_models)
     if not distributed.is_main:  # one console: each member's other ranks speak up only to warn
         logging.getLogger().setLevel(logging.WARNING)
     device = device_for(training.device, distributed)
@@ -94,6 +94,7 @@ def load_training_data(config: Config, prepared: PreparedData,
     # The source and target languages: a reverse model reads the same files the other way round.
     src, tgt = ("en", "zh") if reverse else ("zh", "en")
     src_vocab, tgt_vocab = Vocab.load(prepared.vocab(src)), Vocab.load(prepared.vocab(tgt))
+    train_examples: PairArrays | list[Example]
     if train_targets is None:  # memory-mapped: shared by every process of the machine
         train_examples = PairArrays(TokenArrays.open(prepared.dir / f"train.{src}"),
                                     TokenArrays.open(prepared.dir / f"train.{tgt}"),

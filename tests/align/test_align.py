@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nmt.align.agreement import DEFAULT_BIDIRECTIONAL_METHOD
 from nmt.align.extract import extract_links
 from nmt.align.links import format_links, join_units, parse_links, parse_pairs, read_gold
 from nmt.align.metrics import paired_bootstrap, score_alignments
@@ -177,9 +178,18 @@ def test_alignment_json_keeps_every_evaluation_of_one_checkpoint(tmp_path):
 
 def test_options_pick_a_method_per_aligner():
     attention, eflomal = AlignOptions("attention"), AlignOptions("eflomal")
-    attention.check()
-    eflomal.check()
+    attention.resolve(channel=False, posterior=False)
+    eflomal.resolve(channel=False, posterior=False)
     assert (attention.method, eflomal.method) == ("argmax", "grow-diag-final-and")
+    # Left open, the weights are the run's best measured: both directions where it has a channel
+    # model, else a recurrent model's posterior; a layer or head asks for the attention itself.
+    both, posterior, head = AlignOptions(), AlignOptions(), AlignOptions(layer=0)
+    both.resolve(channel=True, posterior=True)
+    posterior.resolve(channel=False, posterior=True)
+    head.resolve(channel=True, posterior=True)
+    assert (both.weights, both.method) == ("bidirectional", DEFAULT_BIDIRECTIONAL_METHOD)
+    assert (posterior.weights, posterior.method) == ("posterior", "grow-diag-final-and")
+    assert (head.weights, head.method) == ("attention", "argmax")
     with pytest.raises(NMTError, match="--method argmax with --aligner eflomal"):
         AlignOptions("eflomal", "argmax").check()
     with pytest.raises(NMTError, match="--threshold"):

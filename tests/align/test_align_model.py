@@ -17,6 +17,7 @@ from helpers import run_align_script, REPO, as_family
 from nmt.align.aligner import AttentionAligner
 from nmt.align.forced import forced_attention
 from nmt.align.links import parse_pairs, read_pairs
+from nmt.align.translated import align_lines
 from nmt.align.stage import AlignOptions, align
 from nmt.align.statistical import align_with_eflomal, characters
 from nmt.data.vocab import BOS_ID
@@ -168,12 +169,11 @@ def test_a_run_with_members_aligns_as_the_ensemble_make_eval_scores(smoke):
         == str(second)
     with pytest.raises(NMTError, match="--layer and --head pick a head of one model"):
         align(config, pairs, AlignOptions(layer=0))
-    # The Python API's Translator.align (it raised NotImplementedError on an ensemble before)
-    # reads the ensemble's posterior the same way.
+    # The Python API's align_lines with a Translator reads the ensemble's posterior the same way.
     translator = Translator.from_checkpoints([first, second], device="cpu")
     expected = AttentionAligner.from_checkpoints([first, second], device="cpu").soft(
         pairs, posterior=True)
-    assert translator.align(["汤姆喜欢猫。", "玛丽喜欢狗。"], ["Tom likes cats.", "Mary likes dogs."]) \
+    assert align_lines(translator, ["汤姆喜欢猫。", "玛丽喜欢狗。"], ["Tom likes cats.", "Mary likes dogs."]) \
         == [sorted(soft.links("grow-diag-final-and")) for soft in expected]
 
 

@@ -16,12 +16,12 @@ from random_checkpoint import single_thread, write_random_checkpoint
 
 from helpers import REPO
 from nmt.checkpoints.averaging import average_checkpoints, average_weights, select_checkpoints
-from nmt.checkpoints.choose import configured_checkpoints
 from nmt.checkpoints.file import (keep_step_checkpoint, load_checkpoint, model_from_checkpoint,
                             save_checkpoint, step_checkpoints)
 from nmt.config.loader import build_config
 from nmt.decoding.translate import decode_ids
 from nmt.errors import NMTError
+from nmt.decoding.plan import plan_for
 from nmt.evaluation.evaluate import evaluate
 from nmt.training.loop import train
 
@@ -125,7 +125,7 @@ def test_eval_average_after_a_short_run_averages_the_checkpoints_there_are(smoke
         save_checkpoint(path, {**load_checkpoint(path), "dev_score": score})
     config = replace(smoke, eval=replace(smoke.eval, average="best:5"))
     with caplog.at_level(logging.WARNING, logger="nmt.checkpoints.averaging"):
-        assert configured_checkpoints(config) == [folder / "average_best5.pt"]
+        assert plan_for(config).checkpoints == (folder / "average_best5.pt",)
     averaged = load_checkpoint(folder / "average_best5.pt")
     assert [entry["step"] for entry in averaged["averaged_from"]] == [10, 30]
     assert "2 kept checkpoints have a dev score, 5 asked for" in caplog.text
@@ -154,7 +154,7 @@ def test_training_keeps_step_checkpoints_and_the_script_averages_them(smoke_conf
 
     # eval.average in the config (as the default's best:5) is what `make eval` scores.
     best_step = max((load_checkpoint(path)["dev_score"], step) for step, path in kept)[1]  # ties: newer
-    results = evaluate(replace(config, eval=replace(config.eval, average="best:1")))
+    results = evaluate(plan_for(replace(config, eval=replace(config.eval, average="best:1"))))
     assert [entry["step"] for entry in results["averaged_from"]] == [best_step]
     assert results["checkpoint"].endswith("average_best1.pt")
     assert json.loads((run_dir / "results.average_best1.json").read_text()) == results

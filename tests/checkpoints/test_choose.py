@@ -12,7 +12,9 @@ from random_checkpoint import single_thread, write_random_checkpoint
 
 from nmt.checkpoints.choose import (choose_checkpoints, configured_checkpoints, find_checkpoint,
                                     load_chosen, one_checkpoint)
+from nmt.checkpoints.file import load_checkpoint
 from nmt.config.schema import Config
+from nmt.decoding.plan import plan_for
 from nmt.errors import NMTError
 from nmt.model.ensemble import Ensemble
 
@@ -48,9 +50,17 @@ def test_translate_and_eval_use_the_checkpoints_the_config_names(smoke, checkpoi
     assert configured_checkpoints(ensemble) == [last, checkpoint]
     for step in (10, 20, 30):
         write_random_checkpoint(folder / f"step_{step:06d}.pt", replace(smoke, seed=step), step=step)
-    averaged = configured_checkpoints(replace(smoke, eval=replace(smoke.eval, average="last:2")))
-    assert averaged == [folder / "average_last2.pt"] and averaged[0].is_file()
+    average = replace(smoke, eval=replace(smoke.eval, average="last:2"))
+    averaged = configured_checkpoints(average)
+    assert averaged == [folder / "average_last2.pt"] and not averaged[0].exists()  # choosing reads
+    assert plan_for(average).checkpoints == tuple(averaged)  # the plan's averaging step writes it
     assert load_chosen(averaged, "cpu").progress["step"] == 30  # the newest one's progress
+    written = averaged[0].stat().st_mtime_ns
+    plan_for(average)  # once: the same kept checkpoints are not averaged again
+    assert averaged[0].stat().st_mtime_ns == written
+    write_random_checkpoint(folder / "step_000040.pt", replace(smoke, seed=40), step=40)
+    plan_for(average)  # ... until the run keeps others
+    assert [e["step"] for e in load_checkpoint(averaged[0])["averaged_from"]] == [30, 40]
 
 
 def test_a_run_of_several_members_is_scored_as_their_ensemble(smoke, checkpoint):

@@ -151,6 +151,7 @@ def test_smoke_bpe_prepares_trains_evaluates_and_translates_in_whole_words(smoke
     than 200 pairs hold, and are capped, not a crash. The subword test that trains (~6 s of
     CPU per family): 20 steps, then evaluate and translate. The Transformer's several heads are
     merged into whole words too."""
+    from nmt.decoding.plan import plan_for
     from nmt.evaluation.evaluate import evaluate
     from nmt.decoding.translator import Translator
 
@@ -165,7 +166,7 @@ def test_smoke_bpe_prepares_trains_evaluates_and_translates_in_whole_words(smoke
     with single_thread():
         prepared = prepare(config)
         run_dir = nmt.training.loop.train(config)
-        results = evaluate(config)
+        results = evaluate(plan_for(config))
         search = dataclasses.replace(config.search, n_best=2, replace_unk=True)
         translator = Translator.from_checkpoint(run_dir / "checkpoints" / "best.pt", search,
                                                 device="cpu", keep_attention=True)

@@ -24,6 +24,7 @@ from nmt.data.vocab import BOS_ID
 from nmt.decoding.translate import decode_ids
 from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
+from nmt.decoding.plan import plan_for
 from nmt.evaluation.evaluate import evaluate
 from nmt.model.ensemble import Ensemble
 
@@ -133,7 +134,7 @@ def test_translator_and_evaluate_with_an_ensemble(smoke_config, two_checkpoints)
 
     prepare(smoke_config)
     config = replace(smoke_config, eval=replace(smoke_config.eval, ensemble=[str(p) for p in two_checkpoints]))
-    results = evaluate(config)
+    results = evaluate(plan_for(config))
     assert results["label"] == "ensemble" and results["checkpoints"] == [str(p) for p in two_checkpoints]
     saved = json.loads((config.run_dir / "results.ensemble.json").read_text(encoding="utf-8"))
     assert saved == results and (config.run_dir / "hypotheses.ensemble.test.en").is_file()

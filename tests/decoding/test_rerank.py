@@ -27,6 +27,7 @@ from nmt.decoding.rerank import Reranker, candidate_log_probs
 from nmt.decoding.translate import decode_ids
 from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
+from nmt.decoding.plan import plan_for, rescoring_model
 from nmt.evaluation.evaluate import evaluate
 from nmt.io import read_lines
 
@@ -91,7 +92,7 @@ def test_the_scorer_is_the_sum_of_decode_step_log_probs(tmp_path, smoke, archite
 def test_weight_zero_changes_nothing(smoke, main_checkpoint, r2l_checkpoint):
     translator = Translator.from_checkpoint(main_checkpoint, search=smoke.search, device="cpu")
     src_ids, found = _n_best(translator, smoke.search)
-    reranker = Reranker.load([r2l_checkpoint], [0.0], translator)
+    reranker = Reranker.load([rescoring_model(r2l_checkpoint, 0.0)], translator)
     reranked = reranker.rerank(src_ids, found, smoke.search)
     assert [[(h.tokens, h.score) for h in hyps] for hyps in reranked] == \
            [[(h.tokens, h.score) for h in hyps] for hyps in found]
@@ -102,7 +103,7 @@ def test_a_large_weight_picks_what_the_rescoring_model_scores_best(smoke, main_c
     search, weight = smoke.search, 1e4
     translator = Translator.from_checkpoint(main_checkpoint, search=search, device="cpu")
     src_ids, found = _n_best(translator, search)
-    reranker = Reranker.load([r2l_checkpoint], [weight], translator)
+    reranker = Reranker.load([rescoring_model(r2l_checkpoint, weight)], translator)
     reranked = reranker.rerank(src_ids, found, search)
     rescorer = _model(r2l_checkpoint)
     changed = 0
@@ -119,7 +120,7 @@ def test_a_large_weight_picks_what_the_rescoring_model_scores_best(smoke, main_c
 
     translator.reranker = reranker  # the Translator path: the same choice, as text
     texts = [t.text for t in translator.translate(LINES + [""])]
-    expected = [translator.translation_of(translator.segment(line), [hyps[0]]).text
+    expected = [translator.target_side().translation(translator.segment(line), [hyps[0]]).text
                 for line, hyps in zip(LINES, reranked)]
     assert texts == expected + [""]
     assert reranker.seconds > 0
@@ -157,10 +158,10 @@ def test_evaluate_with_weight_zero_writes_the_same_hypotheses(smoke_config, main
     prepare(smoke_config)
     config = replace(smoke_config, search=replace(smoke_config.search, length_penalty=0.0,
                                                   batch_size=1))
-    plain = evaluate(config)
+    plain = evaluate(plan_for(config))
     config = replace(config, eval=replace(config.eval, rerank=[str(r2l_checkpoint)],
                                           rerank_weights=[0.0]))
-    results = evaluate(config)
+    results = evaluate(plan_for(config))
     run_dir = config.run_dir
     assert read_lines(run_dir / "hypotheses.rerank.test.en") == read_lines(run_dir / "hypotheses.test.en")
     assert results["bleu"] == plain["bleu"] and results["label"] == "rerank"
@@ -195,9 +196,9 @@ def test_list_overrides_parse():
 
 
 @pytest.mark.parametrize("keys, message", [
-    ({"rerank": ["a.pt"]}, "eval.rerank_weights has 0 weight(s) but there are 1 rescoring model(s)"),
+    ({"rerank": ["a.pt"]}, "eval.rerank_weights has 0 weight(s) but eval.rerank names 1 checkpoint(s)"),
     ({"rerank": ["a.pt"], "rerank_weights": [0.5, 1.0]}, "eval.rerank_weights has 2 weight(s)"),
-    ({"rerank_weights": [0.5]}, "eval.rerank_weights has 1 weight(s) but there are 0 rescoring"),
+    ({"rerank_weights": [0.5]}, "eval.rerank_weights has 1 weight(s) but eval.rerank names 0"),
     ({"rerank": ["a.pt"], "rerank_weights": [-0.5]}, "eval.rerank_weights = [-0.5] is not allowed"),
     ({"rerank": "a.pt", "rerank_weights": [0.5]}, "eval.rerank = 'a.pt' must be a list"),
 ])
@@ -211,21 +212,17 @@ def test_bad_rerank_keys_are_named(keys, message):
 def test_bad_rescoring_checkpoints_are_named(tmp_path, smoke, smoke_config, main_checkpoint):
     translator = Translator.from_checkpoint(main_checkpoint, search=smoke.search, device="cpu")
     with pytest.raises(NMTError, match=r"eval\.rerank: .*nope\.pt: checkpoint not found"):
-        Reranker.load([tmp_path / "nope.pt"], [1.0], translator)
+        Reranker.load([rescoring_model(tmp_path / "nope.pt", 1.0)], translator)
     other = write_random_checkpoint(tmp_path / "other.pt", smoke, tgt_words=["x", "y", "z", "w"])
     with pytest.raises(NMTError, match=r"eval\.rerank: .*other\.pt and .*best\.pt have different "
                                        r"target vocabularies"):
-        Reranker.load([other], [1.0], translator)
+        Reranker.load([rescoring_model(other, 1.0)], translator)
     lowercased = write_random_checkpoint(
         tmp_path / "lower.pt", replace(smoke, data=replace(smoke.data, lowercase=True)))
     with pytest.raises(NMTError, match=r"eval\.rerank: .*lower\.pt .*data\.lowercase"):
-        Reranker.load([lowercased], [1.0], translator)
-    with pytest.raises(NMTError, match=r"eval\.rerank_weights has 2 weight\(s\)"):
-        Reranker.load([main_checkpoint], [1.0, 2.0], translator)
-    with pytest.raises(NMTError, match=r"eval\.rerank_weights = \[-1\.0\]"):
-        Reranker.load([main_checkpoint], [-1.0], translator)
+        Reranker.load([rescoring_model(lowercased, 1.0)], translator)
     # evaluate names it before translating anything
     config = replace(smoke_config, eval=replace(smoke_config.eval, rerank=[str(tmp_path / "nope.pt")],
                                                 rerank_weights=[1.0]))
     with pytest.raises(NMTError, match=r"eval\.rerank: .*nope\.pt: checkpoint not found"):
-        evaluate(config, prepared=object())
+        evaluate(plan_for(config), prepared=object())

@@ -83,7 +83,7 @@ def _overfit_right_to_left(smoke: Config, architecture: str) -> tuple[Translator
     src_vocab, tgt_vocab = Vocab(SPECIALS + SRC_WORDS), Vocab(SPECIALS + TGT_WORDS)
     torch.manual_seed(0)
     model = build_model(config.model, len(src_vocab), len(tgt_vocab))
-    translator = Translator(model, config, src_vocab, tgt_vocab, device="cpu", keep_attention=True)
+    translator = Translator.from_model(model, config, (src_vocab, tgt_vocab), keep_attention=True)
     src_ids = [src_vocab.encode(translator.segment(zh)) for zh, _ in PAIRS]
     tgt_ids = [tgt_vocab.encode(en.split()) for _, en in PAIRS]
     examples = in_target_order([Example(s, t) for s, t in zip(src_ids, tgt_ids)], "right_to_left")

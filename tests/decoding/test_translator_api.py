@@ -9,6 +9,7 @@ import pytest
 
 from random_checkpoint import single_thread, write_random_run
 from nmt import Translator
+from nmt.align.translated import align_lines
 from nmt.config.loader import load_config
 from nmt.errors import NMTError
 from helpers import REPO
@@ -57,9 +58,9 @@ def test_a_transformer_gives_every_layer_and_head(tmp_path, smoke):
 
 def test_align_gives_pharaoh_links_in_characters_and_moses_tokens(tmp_path, smoke):
     translator = Translator.from_run(write_random_run(tmp_path / "runs", "api", smoke))
-    links = translator.align(["汤姆喜欢猫。", "玛丽喜欢狗。"], ["Tom likes cats .", "Mary likes dogs ."])
+    links = align_lines(translator, ["汤姆喜欢猫。", "玛丽喜欢狗。"], ["Tom likes cats .", "Mary likes dogs ."])
     assert len(links) == 2
     for pair in links:  # 6 characters, 4 English tokens
         assert pair and all(0 <= i < 6 and 0 <= j < 4 for i, j in pair) and pair == sorted(pair)
     with pytest.raises(NMTError, match="2 Chinese lines but 1 English"):
-        translator.align(["汤姆", "玛丽"], ["Tom"])
+        align_lines(translator, ["汤姆", "玛丽"], ["Tom"])

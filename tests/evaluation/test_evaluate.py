@@ -16,6 +16,7 @@ from helpers import REPO
 from nmt.data.prepare import prepare
 from nmt.data.vocab import Vocab
 from nmt.errors import NMTError
+from nmt.decoding.plan import plan_for
 from nmt.evaluation.evaluate import evaluate, format_results
 from nmt.evaluation.report import COLUMNS, collect_runs, format_table
 from nmt.io import read_lines
@@ -36,7 +37,7 @@ def evaluated(smoke_config):
     tgt = Vocab.load(prepared.vocab("en")).itos[4:]
     checkpoint = write_random_checkpoint(smoke_config.run_dir / "checkpoints" / "best.pt",
                                          smoke_config, src, tgt, step=40)
-    return smoke_config, prepared, checkpoint, evaluate(smoke_config)
+    return smoke_config, prepared, checkpoint, evaluate(plan_for(smoke_config))
 
 
 def test_results_match_sacrebleu_on_the_written_files(evaluated):
@@ -64,7 +65,7 @@ def test_other_data_settings_are_refused(evaluated):
     config, _, checkpoint, _ = evaluated
     other = replace(config, data=replace(config.data, split_seed=99))
     with pytest.raises(NMTError, match="split_seed"):
-        evaluate(other, checkpoint)
+        evaluate(plan_for(other, checkpoints=checkpoint))
 
 
 def test_report_table(evaluated, tmp_path):

@@ -13,12 +13,13 @@ import torch.nn.functional as F
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from nmt.checkpoints.file import load_checkpoint
-from nmt.config.schema import ModelConfig, RNNConfig, TransformerConfig
+from nmt.config.schema import ModelConfig, RNNConfig, SearchConfig, TransformerConfig
 from nmt.config.loader import build_config, load_config
 from nmt.data.batching import Example, collate
 from nmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from nmt.errors import NMTError
 from nmt.model import build_model, has_alignment
+from nmt.decoding.plan import plan_for
 from nmt.evaluation.evaluate import evaluate
 from nmt.decoding.search import beam_search, greedy_search, replace_unknowns
 from nmt.decoding.streaming import translate_stream
@@ -119,7 +120,7 @@ def test_beam_size_1_is_exactly_greedy():
     model = GrowingEos(_sharp_model())
     src, lengths = _random_sources()
     greedy = greedy_search(model, src, lengths, alpha=1.0, max_length_ratio=2.0)
-    beam = beam_search(model, src, lengths, beam_size=1, alpha=1.0)
+    beam = beam_search(model, src, lengths, config=SearchConfig(beam_size=1, length_penalty=1.0))
     assert len({len(g[0].tokens) for g in greedy}) > 2  # varied lengths
     for g, b in zip(greedy, beam):
         assert g[0].tokens == b[0].tokens and g[0].ended == b[0].ended
@@ -134,7 +135,8 @@ def test_n_best_scores_are_the_model_scores_and_unknowns_are_replaced():
     with torch.no_grad():
         model.output_layer.bias[UNK_ID] += 2.0  # <unk> in many outputs
     src, lengths = _random_sources(seed=3)
-    found = beam_search(model, src, lengths, beam_size=4, n_best=3, alpha=0.0)
+    found = beam_search(model, src, lengths,
+                        config=SearchConfig(beam_size=4, n_best=3, length_penalty=0.0))
     unknowns = 0
     for i, hyps in enumerate(found):
         assert len(hyps) == 3 and len({tuple(h.tokens) for h in hyps}) == 3
@@ -241,7 +243,7 @@ def test_a_checkpoint_of_the_other_family_is_a_clear_error(smoke_config, tmp_pat
         Translator.from_checkpoint(rnn_path, architecture="transformer")
     assert Translator.from_checkpoint(path, architecture="transformer").model.heads == 2
     with pytest.raises(NMTError, match="architecture = transformer.*architecture = rnn"):
-        evaluate(smoke_config, path)  # evaluate --checkpoint with the other family's config
+        evaluate(plan_for(smoke_config, checkpoints=path))  # evaluate --checkpoint with the other family's config
 
 
 @pytest.mark.parametrize("model,message", [

@@ -13,6 +13,7 @@ from nmt.checkpoints.file import load_checkpoint
 from nmt.config.loader import load_config
 from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
+from nmt.decoding.plan import plan_for
 from nmt.evaluation.evaluate import evaluate
 from nmt.model.ensemble import Ensemble
 from nmt.training.loop import train
@@ -58,7 +59,7 @@ def test_members_train_side_by_side_and_make_eval_decodes_their_ensemble(smoke_c
     assert chosen.paths == [run_dir / "checkpoints" / "average_last2.pt",
                             member2 / "checkpoints" / "average_last2.pt"]
     assert isinstance(load_chosen(chosen.paths, "cpu").model, Ensemble)
-    results = evaluate(config)
+    results = evaluate(plan_for(config))
     assert results["checkpoints"] == [str(p) for p in chosen.paths]
     assert (run_dir / "results.ensemble.average_last2.json").is_file()
     # make translate and make serve (a run folder) decode the same ensemble, attention included
@@ -88,41 +89,54 @@ def test_members_must_be_positive(tmp_path):
         load_config(path)
 
 
-def test_reverse_members_are_the_last_and_rerank_the_forward_ones(tmp_path):
-    """training.reverse_members: the last members train English → Chinese; make eval's ensemble
-    is the forward members, its rescorers eval.rerank's then the reverse members'."""
-    from helpers import REPO
-    from nmt.checkpoints.choose import forward_member_dirs, rerank_checkpoints
-    from nmt.config.loader import load_config
-    from nmt.errors import NMTError
-    from nmt.training.members import member_configs
+def test_channel_members_train_after_the_translating_ones_and_rerank_them(tmp_path):
+    """training.channel_members: models trained English → Chinese after the training.members
+    translating ones; the plan's ensemble is the translating members, its rescoring models
+    eval.rerank's, then the channel members' with eval.channel_weight."""
+    from random_checkpoint import write_random_checkpoint
 
-    config = load_config(REPO / "configs" / "smoke.yaml", [
-        f"runs_dir={tmp_path}", "training.members=3", "training.reverse_members=1",
-        "eval.rerank_weights=[0.1]"])
-    directions = [member.model.direction for member in member_configs(config)]
-    assert directions == ["forward", "forward", "reverse"]
-    assert [d.name for d in forward_member_dirs(config)] == ["smoke", "member2"]
-    for member in member_configs(config)[1:]:
-        (member.run_dir / "checkpoints").mkdir(parents=True)
-        (member.run_dir / "checkpoints" / "best.pt").write_bytes(b"")
-    assert rerank_checkpoints(config) == [str(tmp_path / "smoke" / "member3" / "checkpoints" / "best.pt")]
-    with pytest.raises(NMTError, match="below training.members"):
-        load_config(REPO / "configs" / "smoke.yaml", ["training.members=2",
-                                                      "training.reverse_members=2",
-                                                      "eval.rerank_weights=[0.1, 0.1]"])
+    from helpers import REPO
+    from nmt.checkpoints.member_dirs import channel_run_dirs, translating_run_dirs
+    from nmt.config.loader import build_saved_config
+
+    smoke = REPO / "configs" / "smoke.yaml"
+    config = load_config(smoke, [f"runs_dir={tmp_path}", "training.members=2",
+                                 "training.channel_members=1", "eval.channel_weight=0.1"])
+    members = member_configs(config)
+    assert [member.model.direction for member in members] == ["forward", "forward", "reverse"]
+    assert [d.name for d in translating_run_dirs(config)] == ["smoke", "member2"]
+    assert [d.name for d in channel_run_dirs(config)] == ["member3"]
+    paths = [write_random_checkpoint(m.run_dir / "checkpoints" / "best.pt", m) for m in members]
+    plan = plan_for(config)
+    assert plan.checkpoints == tuple(paths[:2]) and plan.label == "ensemble.rerank"
+    assert [(m.path, m.weight, m.channel) for m in plan.rescoring] == [(paths[2], 0.1, True)]
+    # one key turns the channel reranking off, in training or in decoding
+    for off in ("training.channel_members=0", "eval.channel_weight=0"):
+        plain = plan_for(load_config(smoke, [f"runs_dir={tmp_path}", "training.members=2",
+                                             "training.channel_members=1", off]))
+        assert plain.rescoring == () and plain.label == "ensemble"
+    # an old run's saved config, which counted its reverse members among training.members
+    old = build_saved_config({"training": {"members": 3, "reverse_members": 1},
+                              "eval": {"rerank_weights": [0.2]}}, "config.yaml")
+    assert (old.training.members, old.training.channel_members, old.eval.channel_weight,
+            old.eval.rerank_weights) == (2, 1, 0.2, [])
+    # ... is refused where a user writes it, saying what to write instead
+    with pytest.raises(NMTError, match=r"training.reverse_members is now training.channel_members"
+                                       r".*training.members: 2, training.channel_members: 1"):
+        load_config(smoke, ["training.members=3", "training.reverse_members=1"])
+    with pytest.raises(NMTError, match="training.channel_members trains reverse models"):
+        load_config(smoke, ["training.channel_members=1", "model.direction=reverse"])
 
 
 @pytest.mark.e2e
-def test_a_reverse_member_trains_beside_the_forward_ones_and_reranks_them(smoke_config):
-    config = with_members(smoke_config, 2, max_steps=10)
-    config = replace(config, training=replace(config.training, reverse_members=1),
-                     eval=replace(config.eval, rerank_weights=[0.5]))
+def test_a_channel_member_trains_beside_the_translating_one_and_reranks_it(smoke_config):
+    config = with_members(smoke_config, 1, max_steps=10, channel_members=1)
+    config = replace(config, eval=replace(config.eval, channel_weight=0.5))
     run_dir = train(config, command="python scripts/train.py smoke")
     reverse = load_checkpoint(run_dir / "member2" / "checkpoints" / "best.pt")
     assert reverse["config"]["model"]["direction"] == "reverse"
     assert reverse["src_vocab"] == load_checkpoint(run_dir / "checkpoints" / "best.pt")["tgt_vocab"]
-    results = evaluate(config)
+    results = evaluate(plan_for(config))
     assert results["label"] == "rerank" and results["checkpoints"] == [
         str(run_dir / "checkpoints" / "best.pt")]
     assert results["rerank"] == [str(run_dir / "member2" / "checkpoints" / "best.pt")]
