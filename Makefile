@@ -31,8 +31,9 @@ RUNS    := runs
 
 .PHONY: setup data prepare train tune eval translate serve align align-eval report compare docs tensorboard lint test test-fast bench clean help
 
-help:
-	@sed -n '1,8p' Makefile
+help: ## every target, one line each
+	@sed -n '1,6p' Makefile
+	@awk -F ':.*## ' '/^[a-z-]+:.*## / {printf "  make %-12s %s\n", $$1, $$2}' Makefile
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,14 +42,14 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,align,serve]'
 	touch $@
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed ## create .venv and install PyTorch (the TORCH variable) and this package
 
 $(CORPUS): | $(VENV)/.installed
 	$(PY) scripts/fetch_data.py --mirror $(DATA_MIRROR) --dest data/raw
 
-data: $(CORPUS)
+data: $(CORPUS) ## get the Tatoeba corpus into data/raw/ (from DATA_MIRROR, else the public export)
 
-prepare: data
+prepare: data ## clean, split, segment and index the corpus: data/prepared/<hash>/
 	$(PY) scripts/prepare.py $(CONFIG) $(ARGS)
 
 # One machine: --standalone picks a free port, so two jobs never join each other by mistake.
@@ -63,23 +64,23 @@ TRAIN_CMD := $(VENV)/bin/torchrun --nnodes $(NNODES) --nproc-per-node $(NPROC) -
 	--rdzv-backend static --rdzv-endpoint $(RDZV_ENDPOINT) scripts/train.py
 endif
 
-train: prepare
+train: prepare ## set up, get the data, prepare it and train CONFIG (default: the best recipe, 30 min)
 	$(TRAIN_CMD) $(CONFIG) $(ARGS)
 
 # Training resumes or, when the run has finished, returns at once: eval always scores a trained model.
-eval: train
+eval: train ## score CONFIG's run on its test split: BLEU ± 95%, chrF, length (train first if needed)
 	$(PY) scripts/evaluate.py $(CONFIG) $(ARGS)
 
-translate: setup
+translate: setup ## translate INPUT=file.zh (or stdin, or type interactively) with CONFIG's run
 	$(PY) scripts/translate.py $(CONFIG) $(ARGS) $(if $(INPUT),--input $(INPUT))
 
 # The search (length penalty, coverage, word reward, rerank weights) chosen on the dev split with
 # the trained models: runs/<name>/search.tuned.yaml, which eval, translate and serve then use
-tune: train
+tune: train ## choose the search settings and rerank weights on the dev split
 	$(PY) scripts/tune.py $(CONFIG) $(ARGS)
 
 # A local web page on http://127.0.0.1:$(SERVE_PORT)/: translate, see the attention and the links
-serve: setup
+serve: setup ## a local web page and JSON API on SERVE_PORT: translations, attention, links
 	$(PY) scripts/serve.py $(CONFIG) $(ARGS) --port $(SERVE_PORT)
 
 # Word alignment in Pharaoh format (INPUT: Chinese<TAB>English lines); align-eval scores the
@@ -88,48 +89,48 @@ serve: setup
 # WEIGHTS=bidirectional [METHOD=product|mean|...]: with the reverse model eval.rerank names too
 # (or ARGS="--reverse PATH").
 ALIGN_OPTIONS = --aligner $(ALIGNER) $(if $(WEIGHTS),--weights $(WEIGHTS)) $(if $(METHOD),--method $(METHOD))
-align: setup
+align: setup ## word links of INPUT (Chinese<TAB>English lines), Pharaoh format
 	$(PY) scripts/align.py $(CONFIG) $(ARGS) $(ALIGN_OPTIONS) $(if $(INPUT),--input $(INPUT))
 
-align-eval: prepare
+align-eval: prepare ## attention as alignment: AER against the gold links (GOLD)
 	$(PY) scripts/align.py $(CONFIG) $(ARGS) $(ALIGN_OPTIONS) --gold $(GOLD)
 
 # ARGS="--markdown --commands": a table for the README, and how each run was made
-report: setup
+report: setup ## one table of every run under runs/
 	$(PY) scripts/report.py --runs $(RUNS) $(ARGS)
 
 # Is run B better than run A on the same split? The paired bootstrap: difference, 95% interval, p
-compare: setup
+compare: setup ## is run B better than run A? paired bootstrap on the same split (A=... B=...)
 	$(PY) scripts/compare.py $(A) $(B)
 
 # docs/config.md from the config schema; the runs under runs/ merged into docs/results.jsonl, and
 # the tables of docs/results.md, README.md and docs/alignment.md written from it
-docs: setup
+docs: setup ## regenerate docs/config.md, docs/results.jsonl and the results tables
 	$(PY) scripts/config_docs.py > docs/config.md.tmp && mv docs/config.md.tmp docs/config.md
 	$(PY) scripts/report.py --runs $(RUNS) --docs docs/results.md --readme README.md \
 		--alignment docs/alignment.md
 
-tensorboard: setup
+tensorboard: setup ## curves and attention heatmaps of runs/ on PORT
 	$(VENV)/bin/tensorboard --logdir $(RUNS) --port $(PORT)
 
-lint: setup
+lint: setup ## ruff and mypy over the code
 	$(VENV)/bin/ruff check nmt scripts bench tests
 	$(VENV)/bin/mypy  # the files and settings: [tool.mypy] in pyproject.toml
 
-test: lint
+test: lint ## lint and the whole test suite (what CI runs)
 	$(PY) -m pytest tests
 
 # The unit tests only (under a minute): not those marked e2e, which run the real stages
-test-fast: setup
+test-fast: setup ## the unit tests alone (no end-to-end stages)
 	$(PY) -m pytest tests -m "not e2e"
 
-bench: prepare
+bench: prepare ## speed of prepare, training, decoding, alignment and serving on this machine
 	$(PY) bench/bench_prepare.py $(CORPUS)
 	$(PY) bench/bench_train.py $(CONFIG) $(ARGS)
 	$(PY) bench/bench_decode.py $(CONFIG) $(ARGS)
 	$(PY) bench/bench_align.py $(CONFIG) $(ARGS)
 	$(PY) bench/bench_serve.py $(CONFIG) $(ARGS)
 
-clean:
+clean: ## remove runs/, data/prepared/ and caches
 	rm -rf $(RUNS) data/prepared .pytest_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -31,9 +31,9 @@ from nmt.align.symmetrize import SYMMETRIZATIONS, symmetrize
 
 AGREEMENTS = ("product", "mean")
 BIDIRECTIONAL_METHODS = (*SYMMETRIZATIONS, *AGREEMENTS)
-# The method `--weights bidirectional`, Translator.align and the web page use when none is named:
-# the best of the methods on the gold pairs (docs/alignment.md's table; its thresholds were set
-# before measuring, not tuned on the gold pairs).
+# The method `--weights bidirectional`, align_lines (nmt/align/translated.py) and the web page
+# use when none is named: the best of the methods on the gold pairs (docs/alignment.md's table;
+# its thresholds were set before measuring, not tuned on the gold pairs).
 DEFAULT_BIDIRECTIONAL_METHOD = "mean"
 # The least score that makes a link by itself, when --threshold is not given: for mean, half of
 # each direction's normalized weight; for product, each direction at one half.

@@ -65,10 +65,10 @@ def claim_run_dir(config: Config) -> Path:
         if differences:
             for child in ("checkpoints", "tensorboard"):
                 shutil.rmtree(run_dir / child, ignore_errors=True)
-            stale: tuple[str | Path, ...] = ("train_summary.json", "results.json", "guided_links.txt",
-                                             *run_dir.glob("results.*.json"))
-            for name in stale:
-                (run_dir / name).unlink(missing_ok=True)
+            named = ("train_summary.json", "results.json", "guided_links.txt")
+            # results.<label>.json: the glob gives paths inside run_dir already
+            for stale in [*(run_dir / name for name in named), *run_dir.glob("results.*.json")]:
+                stale.unlink(missing_ok=True)
     save_config(config, saved_path)
     return run_dir
 

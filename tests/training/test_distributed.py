@@ -269,9 +269,9 @@ def test_members_split_the_ranks_into_interleaved_groups():
     assert member_ranks(8, 2, 4) == [[0, 2, 4, 6], [1, 3, 5, 7]]  # 2 machines of 4
     assert member_ranks(6, 3, 3) == [[0, 3], [1, 4], [2, 5]]
     assert member_ranks(4, 4, 4) == [[0], [1], [2], [3]]  # one machine: any divisor will do
-    with pytest.raises(NMTError, match=r"training.members=2 does not divide the 3 .*WORLD_SIZE"):
+    with pytest.raises(NMTError, match=r"2 models .* do not divide the 3 .*WORLD_SIZE"):
         member_ranks(3, 2, 3)
-    with pytest.raises(NMTError, match=r"more than the 2 processes per machine .*LOCAL_WORLD_SIZE"
+    with pytest.raises(NMTError, match=r"more than the 2 processes\s+per machine .*LOCAL_WORLD_SIZE"
                                        r".*Set NPROC to at least 4"):
         member_ranks(4, 4, 2)  # 2 machines of 2: members 3 and 4 would lead from machine 1
 
@@ -279,14 +279,14 @@ def test_members_split_the_ranks_into_interleaved_groups():
 def test_a_world_the_members_do_not_divide_is_refused_before_joining(monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "3")
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "3")
-    with pytest.raises(NMTError, match="does not divide"):
+    with pytest.raises(NMTError, match="do not divide"):
         Distributed.from_env("cpu", members=2)
     assert not dist.is_initialized()
     monkeypatch.setenv("WORLD_SIZE", "1")  # python, not torchrun: one rank, member 1
     assert Distributed.from_env("cpu", members=2) == Distributed()
 
 
-# configs/tatoeba.yaml with its two forward members only (the reverse member left out: three
+# configs/tatoeba.yaml with its two translating members only (the channel member left out: three
 # ranks on two cores), sized to the tiny corpus and cut short; a validated checkpoint every 2
 # steps keeps the 5 that its eval.average (best:5) asks for.
 TATOEBA = REPO / "configs" / "tatoeba.yaml"
@@ -294,7 +294,7 @@ TATOEBA_STEPS = 10
 TATOEBA_TINY = ["data.dev_size=20", "data.test_size=20", "data.src_subword_vocab=60",
                 "data.tgt_subword_vocab=60", f"training.max_steps={TATOEBA_STEPS}",
                 "training.validate_every=2", "training.checkpoint_every=2",
-                "training.members=2", "training.reverse_members=0", "eval.rerank_weights=[]"]
+                "training.members=2", "training.channel_members=0"]
 
 
 @needs_gloo

@@ -229,8 +229,11 @@ def test_a_run_directory_of_another_experiment_is_not_overwritten(smoke_config):
     with pytest.raises(NMTError, match="model.rnn.embed_size"):
         train(different)
     assert (run_dir / "checkpoints" / "last.pt").read_bytes() == before
+    for name in ("results.json", "results.ensemble.json"):  # the other experiment's scores
+        (run_dir / name).write_text("{}", encoding="utf-8")
     train(with_training(different, overwrite=True, max_steps=5, validate_every=100))
     assert load_checkpoint(run_dir / "checkpoints" / "last.pt")["config"]["model"]["rnn"]["embed_size"] == 48
+    assert not list(run_dir.glob("results*.json"))  # gone with the experiment they scored
 
 
 def test_checkpoints_load_with_weights_only(smoke_config):
