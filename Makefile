@@ -85,9 +85,9 @@ serve: setup ## a local web page and JSON API on SERVE_PORT: translations, atten
 
 # Word alignment in Pharaoh format (INPUT: Chinese<TAB>English lines); align-eval scores the
 # gold links: runs/<name>/alignment.json, or runs/eflomal-char/ with ALIGNER=eflomal.
-# WEIGHTS=posterior METHOD=grow-diag-final-and: the best links of a recurrent model.
-# WEIGHTS=bidirectional [METHOD=product|mean|...]: with the reverse model eval.rerank names too
-# (or ARGS="--reverse PATH").
+# No WEIGHTS: the run's best measured links (both directions where it has a channel model, else
+# a recurrent model's posterior); WEIGHTS=attention|posterior|bidirectional [METHOD=...] to choose
+# (ARGS="--reverse PATH": another reverse model for bidirectional).
 ALIGN_OPTIONS = --aligner $(ALIGNER) $(if $(WEIGHTS),--weights $(WEIGHTS)) $(if $(METHOD),--method $(METHOD))
 align: setup ## word links of INPUT (Chinese<TAB>English lines), Pharaoh format
 	$(PY) scripts/align.py $(CONFIG) $(ARGS) $(ALIGN_OPTIONS) $(if $(INPUT),--input $(INPUT))

@@ -17,8 +17,9 @@ stops with one error naming the path; --output then keeps its previous content.
 
 Several checkpoints (`--checkpoint a.pt --checkpoint b.pt`, `--checkpoint a.pt,b.pt`, or the
 config's eval.ensemble) translate as an ensemble.
-With eval.rerank (e.g. `eval.rerank=[runs/r2l/checkpoints/best.pt] eval.rerank_weights=[1.0]`),
-those models rerank each line's n-best list, as `make eval` scores it (nmt/decoding/rerank.py).
+The run's channel members (training.channel_members, weighted eval.channel_weight) and eval.rerank's
+models (e.g. `eval.rerank=[runs/r2l/checkpoints/best.pt] eval.rerank_weights=[1.0]`) rerank each
+line's n-best list, as `make eval` decodes it (nmt/decoding/plan.py, nmt/decoding/rerank.py).
 """
 
 from nmt.cli import sleep_while_waiting

@@ -3,9 +3,9 @@
     python scripts/tune.py configs/tatoeba.yaml [eval.rerank=[runs/tatoeba_reverse/checkpoints/best.pt] ...]
 
 Tries search.stop, length_penalty, coverage_penalty and word_reward one at a time (and
-eval.rerank_weights, when the config reranks), prints each setting's dev BLEU and length ratio,
-and writes the best to runs/<name>/search.tuned.yaml, which `make eval`, `make translate`,
-`make serve` and Translator.from_run then use (a key given on their command line still wins).
+eval.rerank_weights and eval.channel_weight, when the run reranks), prints each setting's dev
+BLEU and length ratio, and writes the best to runs/<name>/search.tuned.yaml, which every way
+into decoding then uses (nmt/decoding/plan.py; a key given on the command line still wins).
 The test split is never read.
 """
 
@@ -35,8 +35,8 @@ def main(args: argparse.Namespace) -> None:
     tuned = tune(config, show)
     record_command(config.run_dir, shlex.join(["python", *sys.argv]))
     chosen = " ".join(f"search.{k}={v}" for k, v in tuned["search"].items())
-    weights = tuned.get("eval", {}).get("rerank_weights")
-    print(f"chosen on dev: {chosen}" + (f" eval.rerank_weights={weights}" if weights else "")
+    weights = " ".join(f"eval.{key}={value}" for key, value in tuned.get("eval", {}).items())
+    print(f"chosen on dev: {chosen}" + (f" {weights}" if weights else "")
           + f" (dev BLEU {tuned['dev_bleu']:.2f}, ratio {tuned['dev_length_ratio']:.3f})")
     print(f"written: {tuned_path(config)}")
 
