@@ -21,6 +21,7 @@ the file under the final name is the previous one, untouched, and the temporary 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -168,3 +169,12 @@ def read_lines(path: str | Path) -> list[str]:
     with a warning naming the file and the lines.
     """
     return decode_lines(Path(path).read_bytes(), str(path))
+
+
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes, read in blocks: what a results file records of its outputs."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -17,7 +17,6 @@ routing of lines into split files in nmt/data/split_files.py.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import shutil
@@ -37,7 +36,7 @@ from nmt.data.split_files import leak_check, move_shard, route_lines
 from nmt.data.subword import apply_subwords
 from nmt.data.vocab import UNK_ID, Vocab
 from nmt.errors import NMTError
-from nmt.io import atomic_write_json
+from nmt.io import atomic_write_json, file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -140,14 +139,10 @@ def _changed_inputs(config: Config, recorded: dict) -> list[str]:
 
 
 def _sha256(path: Path) -> str | None:
-    digest = hashlib.sha256()
     try:
-        with open(path, "rb") as file:
-            while block := file.read(1 << 20):
-                digest.update(block)
+        return file_sha256(path)
     except OSError:
         return None
-    return digest.hexdigest()
 
 
 def _build(config: Config, prepared: PreparedData) -> dict:

@@ -13,7 +13,9 @@ no two of them can decode a run differently. A plan holds:
   weighted eval.channel_weight);
 - the search settings, with the run's tuned values (runs/<name>/search.tuned.yaml, written by
   `make tune`; a key given on the command line still wins), and bf16 and the workers resolved
-  for the device.
+  for the device;
+- the decoding choices that differ from the run's own (its saved config's), which name its
+  results file apart (`settings_label`): no two decodings share a results file.
 
 Building a plan runs the averaging step first (eval.average: each average written once,
 nmt/checkpoints/averaging.py); choosing the checkpoints then only reads.
@@ -22,9 +24,12 @@ nmt/checkpoints/averaging.py); choosing the checkpoints then only reads.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -40,6 +45,9 @@ from nmt.errors import NMTError
 from nmt.runtime import pick_device, use_bf16
 
 Checkpoints = str | Path | Sequence[str | Path] | None
+# Search keys that change how fast a decoding runs, or how many candidates it returns, but not
+# the translation it scores
+OUTPUT_NEUTRAL = ("batch_size", "workers", "n_best")
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,9 @@ class DecodingPlan:
     search: SearchConfig  # bf16 a bool and workers a count for `device`
     device: str  # cpu or cuda
     tuned: Path | None = None  # the search.tuned.yaml applied, if the run has one
+    # The decoding choices that differ from the run's own (its saved config's): tuned values and
+    # overrides, as ("search.length_penalty", 1.4) pairs; a hash of them ends the label.
+    settings: tuple[tuple[str, Any], ...] = ()
 
     @property
     def channel(self) -> RescoringModel | None:
@@ -79,6 +90,7 @@ def plan_for(config: Config, overrides: Sequence[str] = (), checkpoints: Checkpo
     """How `config`'s run decodes: `checkpoints` when named (else what eval.* chooses),
     rescored by eval.rerank's models and the channel members, searched with the run's tuned
     settings (unless `tuned` is False, as make tune starts) except the keys `overrides` set."""
+    own = _own_config(config)
     tuned_file = tuned_path(config) if tuned and tuned_path(config).is_file() else None
     if tuned_file is not None:
         config = with_tuned_search(config, overrides)
@@ -88,11 +100,43 @@ def plan_for(config: Config, overrides: Sequence[str] = (), checkpoints: Checkpo
     _average(config, run_dirs + (channel_run_dirs(config) if with_channel else []))
     chosen = choose_checkpoints(config, named or None, label)
     rescoring = _rescoring(config)
-    if label is None and rescoring:
-        label = rescored_label(chosen.label)
+    settings = decoding_differences(own, config)
+    if label is None:
+        label = rescored_label(chosen.label) if rescoring else chosen.label
+        label = settings_label(label, settings)
     device = pick_device(config.training.device)
-    return DecodingPlan(config, tuple(chosen.paths), label or chosen.label, rescoring,
-                        resolved_search(config.search, device), device.type, tuned_file)
+    return DecodingPlan(config, tuple(chosen.paths), label, rescoring,
+                        resolved_search(config.search, device), device.type, tuned_file, settings)
+
+
+def _own_config(config: Config) -> Config:
+    """The run's own decoding: the config its training saved in the run folder (the one given
+    when there is none, or it is unreadable)."""
+    saved = config.run_dir / "config.yaml"
+    try:
+        return load_saved_config(saved) if saved.is_file() else config
+    except NMTError:
+        return config
+
+
+def decoding_differences(own: Config, config: Config) -> tuple[tuple[str, Any], ...]:
+    """The search settings and rescoring weights of `config` that differ from `own`'s; those
+    that change no output (batch_size, workers, n_best) are left out."""
+    found = [(f"search.{key}", value) for key, value in dataclasses.asdict(config.search).items()
+             if key not in OUTPUT_NEUTRAL and value != getattr(own.search, key)]
+    for key in ("rerank_weights", "channel_weight"):
+        if getattr(config.eval, key) != getattr(own.eval, key):
+            found.append((f"eval.{key}", getattr(config.eval, key)))
+    return tuple(found)
+
+
+def settings_label(label: str | None, settings: tuple[tuple[str, Any], ...]) -> str | None:
+    """`label` with a short hash of `settings` after it ("settings-3f9a1c"), so that a decoding
+    with other settings never writes over another's results."""
+    if not settings:
+        return label
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:6]
+    return f"settings-{digest}" if label is None else f"{label}.settings-{digest}"
 
 
 def rescored_label(label: str | None) -> str:

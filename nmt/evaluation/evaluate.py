@@ -14,6 +14,11 @@ training.members or several --checkpoint), average_last5 etc. for eval.average, 
 checkpoint file's name, or what `--label` says; ".rerank" is added when rescoring models choose
 among the beam's n-best list (nmt/decoding/rerank.py: eval.rerank, training.channel_members),
 e.g. ensemble.average_best5.rerank, and the results record their checkpoints, weights and seconds.
+Search settings or weights other than the run's own (tuned by `make tune`, or given on the
+command line) end the label with a hash of them, "settings-3f9a1c", and are recorded under
+"decoding": an evaluation with other settings never writes over another's results. The same
+decoding scored again replaces its own file, and says so. The results record their outputs'
+checksum, which `make compare` checks (nmt/evaluation/compare.py).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
 from nmt.evaluation.length import format_buckets, length_buckets
 from nmt.evaluation.significance import bleu_interval
-from nmt.io import atomic_write_json, atomic_write_lines, read_lines
+from nmt.io import atomic_write_json, atomic_write_lines, file_sha256, read_lines
 from nmt.runtime import cpu_model
 
 log = logging.getLogger(__name__)
@@ -115,6 +120,9 @@ def run_facts(plan: DecodingPlan, translator: Translator, sentences: int, second
         "search": dataclasses.asdict(plan.config.search),  # as configured (and tuned)
         "checkpoint": str(plan.checkpoints[0]),
         "label": plan.label,
+        # what differs from the run's own decoding, and the tuned file it came from
+        "decoding": {key: value for key, value in plan.settings},
+        "tuned": None if plan.tuned is None else str(plan.tuned),
         "checkpoints": [str(p) for p in plan.checkpoints],
         "averaged_from": averaged_from(list(plan.checkpoints)),
         "step": int(translator.progress.get("step", 0)),
@@ -135,8 +143,12 @@ def write_results(config: Config, label: str | None, hypotheses: list[str], scor
     stem = "" if label is None else f"{label}."
     hypotheses_path = run_dir / f"hypotheses.{stem}{split}.en"
     atomic_write_lines(hypotheses_path, hypotheses)
-    results = {"name": config.name, "split": split, **scores, "hypotheses": str(hypotheses_path)}
-    atomic_write_json(results_path(run_dir, label), results)
+    results = {"name": config.name, "split": split, **scores, "hypotheses": str(hypotheses_path),
+               "hypotheses_sha256": file_sha256(hypotheses_path)}
+    path = results_path(run_dir, label)
+    if path.is_file():  # only the same decoding has the same label: its score is renewed
+        log.info("%s: replaced, the same checkpoints, rescoring and search scored again", path)
+    atomic_write_json(path, results)
     _log_to_tensorboard(run_dir / "tensorboard", results["step"], results["bleu"], results["chrf"],
                         "eval" if label is None else f"eval_{label}")
     return results

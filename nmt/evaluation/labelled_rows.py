@@ -31,6 +31,7 @@ def labelled_rows(run: Path, own: dict, by_name: dict[str, dict]) -> list[dict]:
                 "dev_bleu": None, "aer": None,
                 "aer_posterior": None,
                 "step": results.get("step", own.get("step")),
+                "settings": decoding_settings(results),
                 "signature": results.get("signature"),
                 "chrf_signature": results.get("chrf_signature")}
         members = results.get("checkpoints") or []
@@ -40,6 +41,12 @@ def labelled_rows(run: Path, own: dict, by_name: dict[str, dict]) -> list[dict]:
         add_scores(row, results)
         rows.append(row)
     return rows
+
+
+def decoding_settings(results: dict) -> str | None:
+    """What a results file decoded with beyond the run's own settings, as overrides."""
+    decoding = results.get("decoding") or {}
+    return " ".join(f"{key}={value}" for key, value in decoding.items()) or None
 
 
 def _add_ensemble_training(row: dict[str, Any], member_runs: list[dict | None]) -> None:

@@ -12,8 +12,11 @@ COLUMNS = [("name", "run"), ("architecture", "architecture"), ("attention", "att
            ("dev_bleu", "dev BLEU"),
            ("test_bleu", "test BLEU"), ("bleu_ci", "± 95%"), ("length_ratio", "len. ratio"),
            ("chrf", "chrF"), ("sentences_per_second", "sent/s"), ("aer", "AER"),
-           ("aer_posterior", "AER post.")]
-TEXT_COLUMNS = 5  # the first five are words: left-aligned
+           ("aer_posterior", "AER post."), ("settings", "decoding settings")]
+# columns of words, left-aligned (the others are numbers): the first five, and the settings that
+# tell two decodings of one run apart (a results file's "decoding")
+TEXT_COLUMNS = 5
+TEXT_KEYS = {key for key, _ in COLUMNS[:TEXT_COLUMNS]} | {"settings"}
 
 
 def format_cell(key: str, value: Any) -> str:
@@ -41,7 +44,7 @@ def format_table(rows: list[dict]) -> str:
     widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
     lines = []
     for number, line in enumerate(cells):
-        parts = [c.ljust(w) if i < TEXT_COLUMNS or number == 0 else c.rjust(w)
+        parts = [c.ljust(w) if COLUMNS[i][0] in TEXT_KEYS or number == 0 else c.rjust(w)
                  for i, (c, w) in enumerate(zip(line, widths))]
         lines.append("  ".join(parts).rstrip())
         if number == 0:
@@ -52,7 +55,7 @@ def format_table(rows: list[dict]) -> str:
 def format_markdown(rows: list[dict]) -> str:
     """A Markdown table (docs/results.md), with the sacrebleu signatures once below it."""
     lines = ["| " + " | ".join(title for _, title in COLUMNS) + " |",
-             "|" + "|".join("---" if i < TEXT_COLUMNS else "---:" for i in range(len(COLUMNS))) + "|"]
+             "|" + "|".join("---" if key in TEXT_KEYS else "---:" for key, _ in COLUMNS) + "|"]
     for row in rows:
         lines.append("| " + " | ".join(format_cell(k, row.get(k)).replace("|", "\\|")
                                        for k, _ in COLUMNS) + " |")

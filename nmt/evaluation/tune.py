@@ -72,7 +72,8 @@ def tune(config: Config, report: Callable[[Trial], None] = lambda trial: None,
     weights = [*config.eval.rerank_weights, config.eval.channel_weight]
     if tuning.translator.reranker is not None:
         best, weights = tuning.rescoring_weights(search, weights, rerank_weights or RERANK_WEIGHTS)
-    channel = {"channel_weight": weights[-1]} if plan.channel is not None else {}
+    channel_members = len(plan.rescoring) > len(config.eval.rerank)
+    channel = {"channel_weight": weights[-1]} if channel_members else {}
     tuned = {
         "search": {key: getattr(search, key) for key in TUNED_SEARCH_KEYS},
         **({"eval": {"rerank_weights": weights[:-1], **channel}}

@@ -40,7 +40,7 @@ from nmt.data.prepare import PreparedData
 from nmt.data.vocab import Vocab
 from nmt.decoding.translate import decode_ids
 from nmt.errors import NMTError
-from nmt.io import atomic_write_json, atomic_write_lines, read_lines
+from nmt.io import atomic_write_json, atomic_write_lines, file_sha256, read_lines
 from nmt.model import MAX_SOURCE_TOKENS
 
 log = logging.getLogger(__name__)
@@ -107,14 +107,6 @@ def distill_hash(config: Config, teachers: list[dict], search: SearchConfig) -> 
            "beam_size": search.beam_size, "length_penalty": search.length_penalty,
            "max_length_ratio": search.max_length_ratio}
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):  # checkpoints can be large
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _translate(config: Config, prepared: PreparedData, paths: list[Path], search: SearchConfig,

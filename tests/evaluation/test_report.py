@@ -125,7 +125,8 @@ def test_plain_and_markdown_tables(tmp_path):
     table = format_table(rows).splitlines()
     assert table[0].split()[:4] == ["run", "architecture", "attention", "query"]
     assert table[2].split() == ["bahdanau", "rnn", "additive", "previous", "none", "9.7M", "5744",
-                                "30m06s", "58m20s", "21.94", "24.41", "-", "-", "40.15", "62", "-", "-"]
+                                "30m06s", "58m20s", "21.94", "24.41", "-", "-", "40.15", "62", "-", "-",
+                                "-"]  # no decoding settings of its own
     markdown = format_markdown(rows).splitlines()
     assert markdown[0].startswith("| run | architecture |") and markdown[1].startswith("|---|")
     assert "| luong (ensemble) | rnn | additive | current | none | 16.7M | - | 50m06s | 1h15m | - | 27.25 | - | - |" in markdown[5]

@@ -77,8 +77,11 @@ def test_eval_translate_serve_and_the_api_use_the_tuned_search(trained, monkeypa
         str(script), str(REPO / "configs" / "smoke.yaml"), f"data.corpus={config.data.corpus}",
         f"data.prepared_dir={config.data.prepared_dir}", f"runs_dir={config.runs_dir}"])
     runpy.run_path(str(script), run_name="__main__")
-    results = json.loads((config.run_dir / "results.json").read_text(encoding="utf-8"))
+    # the tuned decoding's results are its own: results.json stays the untuned run's
+    [path] = config.run_dir.glob("results.settings-*.json")
+    results = json.loads(path.read_text(encoding="utf-8"))
     assert results["search"]["word_reward"] == 0.3 and results["search"]["stop"] == "beam_full"
+    assert results["decoding"]["search.word_reward"] == 0.3 and not (config.run_dir / "results.json").exists()
 
 
 def test_a_damaged_tuned_file_is_named(trained):

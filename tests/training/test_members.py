@@ -54,12 +54,13 @@ def test_members_train_side_by_side_and_make_eval_decodes_their_ensemble(smoke_c
     assert not torch.equal(next(iter(first["model"].values())),
                            next(iter(second["model"].values())))  # two different models
 
+    plan = plan_for(config)  # the averaging step writes each member's average, then it chooses
     chosen = choose_checkpoints(config)
-    assert chosen.label == "ensemble.average_last2"
-    assert chosen.paths == [run_dir / "checkpoints" / "average_last2.pt",
-                            member2 / "checkpoints" / "average_last2.pt"]
+    assert chosen.label == plan.label == "ensemble.average_last2"
+    assert chosen.paths == list(plan.checkpoints) == [run_dir / "checkpoints" / "average_last2.pt",
+                                                      member2 / "checkpoints" / "average_last2.pt"]
     assert isinstance(load_chosen(chosen.paths, "cpu").model, Ensemble)
-    results = evaluate(plan_for(config))
+    results = evaluate(plan)
     assert results["checkpoints"] == [str(p) for p in chosen.paths]
     assert (run_dir / "results.ensemble.average_last2.json").is_file()
     # make translate and make serve (a run folder) decode the same ensemble, attention included
