@@ -5,8 +5,12 @@
     make serve                                   # the same for CONFIG, on PORT 8000
 
 The JSON API (GET and POST /api/translate, /api/runs) is described at /docs and /openapi.json.
-The default run is the config's (runs/<name>/); the page's model picker lists every trained run
-under the config's runs_dir, each loaded on first use. Binds 127.0.0.1 unless told otherwise.
+The default run is the config's (runs/<name>/), decoded as `make eval` decodes it; it loads in
+the background, and /api/health answers 200 once it is ready. The page's model picker lists
+every trained run under the config's runs_dir, each loaded on first use. The config's serve:
+section bounds each request, the queue and the wait (503 with Retry-After beyond them).
+SIGTERM (or Ctrl-C) stops taking requests, answers those held, and exits. Binds 127.0.0.1
+unless told otherwise.
 """
 
 from nmt.cli import sleep_while_waiting
@@ -15,6 +19,9 @@ sleep_while_waiting()  # before anything imports torch
 
 import argparse
 import logging
+import signal
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 import uvicorn
@@ -36,12 +43,22 @@ def main(args: argparse.Namespace) -> None:
     # The default run decodes as make eval decodes it, if it is trained (else it is an error to
     # ask for it, as for any other untrained run)
     trained = runs_dir == Path(config.runs_dir) and (config.run_dir / "config.yaml").is_file()
-    registry = RunRegistry(runs_dir, config.name, device=config.training.device,
-                           default_plan=plan_for(config, args.overrides) if trained else None)
-    app = create_app(registry, max_chars=args.max_chars)
-    registry.get()  # load the default run now: the first request is then as fast as the rest
-    log.info("ready: http://%s:%d/", args.host, args.port)
+    limits = config.serve if args.max_chars is None else replace(config.serve, max_chars=args.max_chars)
+    registry = RunRegistry(runs_dir, config.name, config.training.device,
+                           plan_for(config, args.overrides) if trained else None, limits)
+    registry.require(config.name)  # an untrained default run: one line of error, no server
+    app = create_app(registry)  # the default run loads in the background; /api/health says when
+    log.info("listening on http://%s:%d/ (SIGTERM or Ctrl-C: finish the requests held, then stop)",
+             args.host, args.port)
+    # uvicorn stops on SIGTERM once the requests it holds are answered, then raises the signal
+    # again for the handler it found: this one, so that a clean stop exits with status 0
+    signal.signal(signal.SIGTERM, stopped)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+
+
+def stopped(number: int, frame) -> None:
+    log.info("stopped: every request held was answered")
+    sys.exit(0)
 
 
 if __name__ == "__main__":
@@ -52,6 +69,7 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     parser.add_argument("--runs-dir", help="the folder of trained runs the page lists "
                                            "(default: the config's runs_dir)")
-    parser.add_argument("--max-chars", type=int, default=2000,
-                        help="the longest text one request may send (default 2000 characters)")
+    parser.add_argument("--max-chars", type=int,
+                        help="the longest line of a POST and text of a GET, in characters "
+                             "(default: the config's serve.max_chars)")
     run_cli(main, parser)

@@ -20,6 +20,7 @@ from nmt.config.checks import (average_spec, check, corpus_spec, non_negative, p
 # The model section lives in a file of its own; its names are importable from here too.
 from nmt.config.model_schema import (FAMILIES, ModelConfig, RNNConfig,  # noqa: F401
                                      TransformerConfig)
+from nmt.config.serve_schema import ServeConfig
 from nmt.config.sources import Sources, TatoebaTsv
 
 Device = Literal["auto", "cpu", "cuda"]  # training.device's values: auto is CUDA when there is one
@@ -241,6 +242,7 @@ class Config:
     training: TrainingConfig = field(default_factory=TrainingConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
 
     @property
     def run_dir(self) -> Path:

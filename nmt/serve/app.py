@@ -4,15 +4,18 @@
     GET  /api/translate    ?text=...&beam=5&nbest=1[&run=NAME] → one text's translation (TextResult)
     POST /api/translate    {"lines": [...], "beam": 5, "nbest": 1, "run": NAME} → one result per line
     GET  /api/runs         the trained runs under runs/, and the default one
-    GET  /api/health       {"ok": true} once the default run is loaded
+    GET  /api/health       {"ok": true} once the default run is loaded (503 while it loads)
     GET  /font             the CJK font the attention plots use too (Chinese labels, offline)
     GET  /docs             the API, as Swagger UI renders /openapi.json
 
 Parameters, bodies and answers are declared (FastAPI's Query, the pydantic models of
-`schemas`), so /openapi.json describes them all. Errors: see `errors`.
+`schemas`), so /openapi.json describes them all, the limits of the config's serve section
+included. One thread decodes (`batcher`): a full queue or a request past its deadline is a 503
+with Retry-After. Errors: see `errors`.
 """
 
 from collections.abc import Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,36 +25,65 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from nmt.align.bidirectional import BidirectionalAligner
-from nmt.align.translated import align_lines, aligner_of
 from nmt.align.extract import extract_links
 from nmt.align.links import Link, join_units, parse_pairs
+from nmt.align.translated import align_lines, aligner_of
 from nmt.align.units import unit_links_to_tokens
+from nmt.config.serve_schema import ServeConfig
 from nmt.decoding.translator import Translation, Translator
 from nmt.plot import cjk_font
 from nmt.serve.errors import BadRequest, RequestGuard, add_error_handlers
 from nmt.serve.runs import RunRegistry
 from nmt.serve.schemas import (BEAM, MAX_BEAM, NBEST, RUN, BatchResult, Error, Health, Runs, TextResult,
-                               TranslateBatch)
+                               TranslateBatch, batch_model)
 
 STATIC = Path(__file__).parent / "static"
 # Any 4xx is an Error; declaring "4XX" also keeps FastAPI from listing its own 422 body.
 ERRORS: dict[int | str, dict[str, Any]] = {
     "4XX": {"model": Error, "description": "a bad request: what is wrong and what to do"},
-    500: {"model": Error, "description": "a server error (logged; the server goes on)"}}
+    500: {"model": Error, "description": "a server error (logged; the server goes on)"},
+    503: {"model": Error, "description": "busy: the queue is full (serve.queue_lines), the answer "
+                                         "did not come within serve.deadline_seconds, the model "
+                                         "is still loading, or the server is shutting down",
+          "headers": {"Retry-After": {"description": "seconds to wait before asking again",
+                                      "schema": {"type": "integer"}}}}}
 
 
-def create_app(registry: RunRegistry, max_chars: int = 2000) -> FastAPI:
+def create_app(registry: RunRegistry, limits: ServeConfig | None = None) -> FastAPI:
+    """The app over `registry`'s runs; `limits` (the config's serve section; default the
+    registry's) bound each request, and the queue and deadline of the registry's decoding
+    threads, and are declared in /openapi.json."""
+    if limits is not None:
+        registry.limits = limits
+    limits = registry.limits
     app = FastAPI(title="nmt: translate and see the attention", redoc_url=None,
-                  description=f"Chinese → English translations with their attention and word links. "
-                              f"A request translates at most {max_chars} characters.")
-    app.add_middleware(RequestGuard, max_body_bytes=max_body_bytes(max_chars))
+                  lifespan=lambda app: lifespan(registry),
+                  description=f"Chinese → English translations with their attention and word "
+                              f"links. A POST translates at most {limits.max_lines} lines of "
+                              f"{limits.max_chars} characters, a GET a text of {limits.max_chars}.")
+    app.add_middleware(RequestGuard, max_body_bytes=max_body_bytes(limits))
     add_error_handlers(app)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     add_page(app)
+    add_api(app, registry, limits)
+    return app
+
+
+@asynccontextmanager
+async def lifespan(registry: RunRegistry):
+    """The default run loads in the background (health says when it is ready); at shutdown,
+    once the server takes no more requests, the decoding threads finish what they hold."""
+    registry.load_in_background()
+    yield
+    registry.drain()
+
+
+def add_api(app: FastAPI, registry: RunRegistry, limits: ServeConfig) -> None:
 
     @app.get("/api/health", response_model=Health, responses=ERRORS)
     def health() -> dict:
-        registry.get()
+        """Ready (200) once the default run's models are loaded; 503 while they load."""
+        registry.check_ready()
         return {"ok": True, "run": registry.default_run}
 
     @app.get("/api/runs", response_model=Runs)
@@ -60,7 +92,7 @@ def create_app(registry: RunRegistry, max_chars: int = 2000) -> FastAPI:
 
     @app.get("/api/translate", response_model=TextResult, responses=ERRORS)
     def translate_text(
-        text: Annotated[str, Query(max_length=max_chars, examples=["汤姆喜欢猫。"],
+        text: Annotated[str, Query(max_length=limits.max_chars, examples=["汤姆喜欢猫。"],
                                    description="Chinese, one sentence per line (blank lines are skipped)")],
         beam: Annotated[int, Query(ge=1, le=MAX_BEAM, description=BEAM)] = 5,
         nbest: Annotated[int, Query(ge=1, le=MAX_BEAM, description=NBEST)] = 1,
@@ -73,15 +105,13 @@ def create_app(registry: RunRegistry, max_chars: int = 2000) -> FastAPI:
         answer = translate(registry, lines, beam, nbest, run)
         return {**answer, **answer["lines"][0]}
 
-    @app.post("/api/translate", response_model=BatchResult, responses=ERRORS)
     def translate_lines(batch: TranslateBatch) -> dict:
         """Each line's translation, in the order sent (a blank line gets an empty one)."""
-        characters = sum(map(len, batch.lines))
-        if characters > max_chars:
-            raise BadRequest(f"lines has {characters} characters in all; at most {max_chars} per request")
         return translate(registry, batch.lines, batch.beam, batch.nbest, batch.run)
 
-    return app
+    # FastAPI reads the body's model from the annotation: the one with this server's limits
+    translate_lines.__annotations__["batch"] = batch_model(limits)
+    app.post("/api/translate", response_model=BatchResult, responses=ERRORS)(translate_lines)
 
 
 def add_page(app: FastAPI) -> None:
@@ -100,22 +130,26 @@ def add_page(app: FastAPI) -> None:
         return FileResponse(font[1], headers={"Cache-Control": "public, max-age=86400"})
 
 
-def max_body_bytes(max_chars: int) -> int:
-    """The longest POST body worth reading: max_chars characters even as JSON's 6-byte \\uXXXX
-    escapes, with room for the rest of the JSON. Longer bodies are refused unread (413)."""
-    return 8 * max_chars + 64 * 1024
+def max_body_bytes(limits: ServeConfig) -> int:
+    """The longest POST body worth reading: max_lines lines of max_chars characters even as
+    JSON's 6-byte \\uXXXX escapes, with room for the rest of the JSON. Longer bodies are
+    refused unread (413)."""
+    return 8 * limits.max_lines * limits.max_chars + 64 * 1024
 
 
 def translate(registry: RunRegistry, lines: list[str], beam: int, nbest: int, run: str | None) -> dict:
-    """{"run", "architecture", "lines": one answer per line, in order}."""
-    if nbest > beam:
-        raise BadRequest(f"nbest = {nbest}: use 1 to beam ({beam})")
+    """{"run", "architecture", "lines": one answer per line, in order, "warnings"}."""
+    warnings = []
+    if nbest > beam:  # a search keeps beam hypotheses: there are no more to return
+        warnings.append(f"nbest = {nbest} is more than the beam ({beam}): {beam} returned")
+        nbest = beam
     batcher = registry.get(run)
     translator = batcher.translator
     results = batcher.translate(lines, beam, nbest)
     both: Sequence[set[Link] | None] = bidirectional_links(translator, results) or [None] * len(results)
     answers = [describe(translator, result, links) for result, links in zip(results, both)]
-    return {"run": translator.run_name, "architecture": translator.architecture, "lines": answers}
+    return {"run": translator.run_name, "architecture": translator.architecture, "lines": answers,
+            "warnings": warnings}
 
 
 def bidirectional_links(translator: Translator, results: list[Translation]

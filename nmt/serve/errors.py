@@ -1,7 +1,9 @@
 """Every error a request can cause is answered as JSON {"error": message} with a 4xx status:
 the route's own (BadRequest 400, UnknownRun 404), FastAPI's checks of parameters and body (400,
-naming the parameter), an unknown path or method, a query that is not UTF-8, a body too long
-(413). Anything else is logged and answered 500 without a traceback: the server stays up."""
+naming the parameter), an unknown path or method (405 with every method the path serves in
+Allow), a query that is not UTF-8, a body too long (413). A busy server says so: 503 with
+Retry-After (Overloaded: a full queue, a deadline passed, a model still loading). Anything else
+is logged and answered 500 without a traceback: the server stays up."""
 
 import json
 import logging
@@ -12,9 +14,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nmt.errors import NMTError
+from nmt.serve.batcher import Overloaded
 from nmt.serve.runs import UnknownRun
 
 log = logging.getLogger(__name__)
@@ -31,6 +35,9 @@ class BadRequest(NMTError):
 def add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(NMTError)
     def user_error(request: Request, error: NMTError) -> JSONResponse:
+        if isinstance(error, Overloaded):
+            return JSONResponse({"error": str(error)}, status_code=503,
+                                headers={"Retry-After": str(error.retry_after)})
         return JSONResponse({"error": str(error)}, status_code=404 if isinstance(error, UnknownRun) else 400)
 
     @app.exception_handler(RequestValidationError)
@@ -39,14 +46,28 @@ def add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     def http_error(request: Request, error: HTTPException) -> JSONResponse:
+        headers = dict(error.headers or {})
+        if error.status_code == 405:  # Starlette's Allow names the first route's methods only
+            headers["Allow"] = ", ".join(served_methods(request))
         return JSONResponse({"error": f"{request.method} {request.url.path}: {error.detail}"},
-                            status_code=error.status_code, headers=error.headers)
+                            status_code=error.status_code, headers=headers)
 
     @app.exception_handler(Exception)
     def server_error(request: Request, error: Exception) -> JSONResponse:
         log.exception("request %s failed", request.url.path)
         return JSONResponse({"error": f"internal error ({type(error).__name__}); see the server log"},
                             status_code=500)
+
+
+def served_methods(request: Request) -> list[str]:
+    """Every method some route serves at the request's path (GET and POST /api/translate are
+    two routes)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match != Match.NONE:
+            methods |= getattr(route, "methods", None) or set()
+    return sorted(methods)
 
 
 def describe_invalid(error: dict) -> str:

@@ -1,5 +1,7 @@
 """The trained runs a request may name: folders right under runs/, loaded once and shared
-(each behind a Batcher, so that requests arriving together share a search)."""
+(each behind a Batcher: one decoding thread, so that requests arriving together share a
+search). The default run loads in the background when the server starts; until it is ready,
+health and its requests are answered 503."""
 
 from __future__ import annotations
 
@@ -9,10 +11,11 @@ import threading
 from pathlib import Path
 
 from nmt.config.schema import Device
+from nmt.config.serve_schema import ServeConfig
 from nmt.decoding.plan import DecodingPlan, run_plan
 from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
-from nmt.serve.batcher import Batcher
+from nmt.serve.batcher import Batcher, Overloaded
 
 log = logging.getLogger(__name__)
 
@@ -26,12 +29,15 @@ class UnknownRun(NMTError):
 
 class RunRegistry:
     def __init__(self, runs_dir: str | Path, default_run: str, device: Device = "cpu",
-                 default_plan: DecodingPlan | None = None):
+                 default_plan: DecodingPlan | None = None, limits: ServeConfig | None = None):
         """`default_plan`: how the default run decodes (the config and overrides `make serve`
-        was given); any other run decodes as its own saved config says (run_plan)."""
+        was given); any other run decodes as its own saved config says (run_plan). `limits`:
+        the config's serve section."""
         self.runs_dir, self.default_run, self.device = Path(runs_dir), default_run, device
-        self.default_plan = default_plan
+        self.default_plan, self.limits = default_plan, limits or ServeConfig()
         self._loaded: dict[str, Batcher] = {}
+        self._loading: threading.Thread | None = None
+        self._load_error: BaseException | None = None
         self._lock = threading.Lock()
 
     def names(self) -> list[str]:
@@ -44,28 +50,70 @@ class RunRegistry:
         checkpoints = run / "checkpoints"
         return (run / "config.yaml").is_file() and checkpoints.is_dir() and any(checkpoints.glob("*.pt"))
 
-    def get(self, name: str | None = None) -> Batcher:
-        """The run's Translator (`.translator`) behind its Batcher, loaded on first use (one load
-        even when requests race)."""
-        name = name or self.default_run
+    def require(self, name: str) -> None:
+        """UnknownRun (404) unless `name` is a trained run under runs/."""
         if not RUN_NAME.fullmatch(name) or ".." in name:
             raise UnknownRun(f"run {name!r}: a run is named by its folder under runs/ "
                              f"(letters, digits, '_', '-', '.')")
+        if not self._trained(self.runs_dir / name):
+            raise UnknownRun(f"run {name!r}: no trained run of that name under "
+                             f"{self.runs_dir}/ (trained: {', '.join(self.names()) or 'none'}"
+                             f"; `make train` makes one)")
+
+    def get(self, name: str | None = None) -> Batcher:
+        """The run's Translator (`.translator`) behind its Batcher, loaded on first use (one load
+        even when requests race); the default run while it loads in the background: 503."""
+        name = name or self.default_run
         if name not in self._loaded:
-            with self._lock:
-                if name not in self._loaded:
-                    if not self._trained(self.runs_dir / name):
-                        raise UnknownRun(f"run {name!r}: no trained run of that name under "
-                                         f"{self.runs_dir}/ (trained: {', '.join(self.names()) or 'none'}"
-                                         f"; `make train` makes one)")
-                    log.info("loading run %s", name)
-                    plan = (self.default_plan if name == self.default_run and self.default_plan
-                            else run_plan(self.runs_dir / name, self.device))
-                    # No forked search workers: forking a process whose threads serve requests
-                    # could copy a lock one of them holds; a request's batch is small anyway.
-                    translator = Translator.from_plan(plan.with_search(workers=1))
-                    # Shared by threads: decoding restores the mode it found, so eval stays eval
-                    # and no request ever sees another switch dropout on.
-                    translator.model.eval()
-                    self._loaded[name] = Batcher(translator)
+            self.require(name)
+            if name == self.default_run and self._loading is not None and self._loading.is_alive():
+                raise Overloaded(f"loading the run {name}: not ready yet", 2)
+            self._load(name)
         return self._loaded[name]
+
+    def _load(self, name: str) -> None:
+        with self._lock:
+            if name in self._loaded:
+                return
+            log.info("loading run %s", name)
+            plan = (self.default_plan if name == self.default_run and self.default_plan
+                    else run_plan(self.runs_dir / name, self.device))
+            # No forked search workers: forking a process whose threads serve requests could
+            # copy a lock one of them holds; a request's batch is small anyway.
+            translator = Translator.from_plan(plan.with_search(workers=1))
+            # Decoding restores the mode it found, so eval stays eval and no request ever sees
+            # dropout switched on.
+            translator.model.eval()
+            self._loaded[name] = Batcher(translator, self.limits)
+
+    def load_in_background(self) -> None:
+        """Start loading the default run in a thread of its own (check_ready says when); nothing
+        when it is loaded or loading already."""
+        if self.default_run in self._loaded or self._loading is not None:
+            return
+        def load() -> None:
+            try:
+                self.require(self.default_run)
+                self._load(self.default_run)
+                log.info("ready: run %s loaded", self.default_run)
+            except BaseException as error:  # kept for check_ready: the server stays up to say it
+                self._load_error = error
+        self._loading = threading.Thread(target=load, name="load", daemon=True)
+        self._loading.start()
+
+    def check_ready(self) -> None:
+        """Nothing when the default run is loaded; Overloaded (503) while it loads; its error
+        when loading failed (e.g. UnknownRun, 404)."""
+        if self._load_error is not None:
+            raise self._load_error
+        if self.default_run not in self._loaded:
+            if self._loading is None:  # nothing loads it: load it now
+                self.get()
+                return
+            raise Overloaded(f"loading the run {self.default_run}: not ready yet", 2)
+
+    def drain(self, timeout: float | None = None) -> None:
+        """Wait until every run's decoding thread has answered what it holds (a server that
+        stops: it accepts no request any more)."""
+        for batcher in list(self._loaded.values()):
+            batcher.drain(timeout)

@@ -1,26 +1,40 @@
 """What /api/translate takes and answers, as pydantic models: FastAPI checks requests and
 answers against them and lists them in /openapi.json (and so in /docs)."""
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from nmt.config.serve_schema import ServeConfig
 
 MAX_BEAM = 50
-MAX_LINES = 100  # lines of one POST; their characters together are held to --max-chars too
 
 BEAM = "hypotheses kept at each step of the beam search (1: greedy)"
-NBEST = "translations returned per line, best first; at most the beam"
+NBEST = "translations returned per line, best first; more than the beam returns the beam's, with a warning"
 RUN = "a trained run: its folder's name under runs/ (GET /api/runs lists them); default: the server's"
 
 
 class TranslateBatch(BaseModel):
-    """POST /api/translate's body: several sentences, one search."""
+    """POST /api/translate's body: several sentences, one search (its limits: `batch_model`)."""
 
     model_config = ConfigDict(extra="forbid")  # a misspelt "beam_size" is an error, not ignored
 
-    lines: list[str] = Field(min_length=1, max_length=MAX_LINES,
-                             description="Chinese sentences, one per item; the answer keeps their order")
+    lines: list[str] = Field(min_length=1, description="Chinese sentences, one per item; the "
+                                                       "answer keeps their order")
     beam: int = Field(5, ge=1, le=MAX_BEAM, description=BEAM)
     nbest: int = Field(1, ge=1, le=MAX_BEAM, description=NBEST)
     run: str | None = Field(None, description=RUN)
+
+
+def batch_model(limits: ServeConfig) -> type[TranslateBatch]:
+    """TranslateBatch with the serve section's limits declared: at most max_lines lines of at
+    most max_chars characters each."""
+    line = Annotated[str, Field(max_length=limits.max_chars)]
+    return create_model(
+        "TranslateBatch", __base__=TranslateBatch,
+        lines=(list[line], Field(min_length=1, max_length=limits.max_lines,  # type: ignore[valid-type]
+                                 description="Chinese sentences, one per item; the answer keeps "
+                                             "their order")))
 
 
 class Scored(BaseModel):
@@ -40,11 +54,14 @@ class LineResult(BaseModel):
                     "null for a model without attention or a line of nothing")
     links: list[tuple[int, int]] = Field(
         description="[source index, target index] word links read from the attention "
-                    "(grow-diag-final-and of both directions' argmax); with a reverse model in "
-                    "the run's eval.rerank, from both models' attention combined")
+                    "(grow-diag-final-and of both directions' argmax); with a channel (reverse) "
+                    "model in the run, from both models' attention combined")
     layers: list[list[list[list[float]]]] | None = Field(
         description="a Transformer's every decoder layer's every head, layers × heads × target × "
                     "source; null for a model with one attention")
+
+
+WARNINGS = "what was asked but could not be done as asked (e.g. an n-best over the beam)"
 
 
 class BatchResult(BaseModel):
@@ -53,6 +70,7 @@ class BatchResult(BaseModel):
     run: str
     architecture: str = Field(description="the model family: rnn or transformer")
     lines: list[LineResult]
+    warnings: list[str] = Field(default_factory=list, description=WARNINGS)
 
 
 class TextResult(LineResult):
@@ -62,6 +80,7 @@ class TextResult(LineResult):
     run: str
     architecture: str = Field(description="the model family: rnn or transformer")
     lines: list[LineResult]
+    warnings: list[str] = Field(default_factory=list, description=WARNINGS)
 
 
 class Error(BaseModel):

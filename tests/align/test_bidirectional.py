@@ -30,6 +30,7 @@ from nmt.data.prepare import prepare
 from nmt.data.vocab import Vocab
 from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
+from nmt.config.serve_schema import ServeConfig
 from nmt.serve.app import create_app
 from nmt.serve.runs import RunRegistry
 
@@ -261,7 +262,7 @@ def test_the_page_links_come_from_both_directions_when_the_run_has_a_reverse_mod
         save_config(config, runs / name / "config.yaml")
         write_random_checkpoint(runs / name / "checkpoints" / "best.pt", config)
     registry = RunRegistry(runs, "plain", device="cpu")
-    client = TestClient(create_app(registry, max_chars=50), raise_server_exceptions=False)
+    client = TestClient(create_app(registry, ServeConfig(max_chars=50)), raise_server_exceptions=False)
     combined = []
     real = bidirectional.combine
     monkeypatch.setattr(bidirectional, "combine",

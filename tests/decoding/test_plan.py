@@ -22,6 +22,7 @@ from nmt.decoding.translator import Translator
 from nmt.evaluation.evaluate import evaluate, read_split
 from nmt.evaluation.tune import tune
 from nmt.io import read_lines
+from nmt.config.serve_schema import ServeConfig
 from nmt.serve.app import create_app
 from nmt.serve.runs import RunRegistry
 from nmt.training.members import member_configs
@@ -88,7 +89,7 @@ def test_every_way_in_decodes_as_make_eval(run, tuned, monkeypatch, capsys, tmp_
         source.write_text("".join(line + "\n" for line in sources), encoding="utf-8")
         assert script_output(monkeypatch, capsys, tmp_path, tiny_corpus, source) == expected
         registry = RunRegistry(config.runs_dir, config.name, device="cpu")
-        client = TestClient(create_app(registry, max_chars=10_000))
+        client = TestClient(create_app(registry, ServeConfig(max_lines=100)))
         answer = client.post("/api/translate", json={"lines": sources,
                                                      "beam": plan.search.beam_size}).json()
         assert [line["translation"] for line in answer["lines"]] == expected

@@ -14,13 +14,15 @@ from starlette.datastructures import QueryParams
 from random_checkpoint import single_thread
 from nmt.serve.app import create_app
 from nmt.serve.errors import RequestGuard, is_utf8_query
-from nmt.serve.schemas import MAX_LINES
+from nmt.config.serve_schema import ServeConfig
+
+LIMITS = ServeConfig(max_chars=50, max_lines=8)
 
 
 @pytest.fixture
 def client(registry):
     with single_thread():
-        yield TestClient(create_app(registry, max_chars=50), raise_server_exceptions=False)
+        yield TestClient(create_app(registry, LIMITS), raise_server_exceptions=False)
 
 
 def test_a_translation_with_its_attention_and_links(client):
@@ -65,7 +67,6 @@ def test_runs_health_page_and_font(client):
     ("text=猫&beam=1000", 400, "beam = 1000: input should be less than or equal to 50"),
     ("text=猫&beam=many", 400, "beam = many: input should be a valid integer"),
     ("text=猫&nbest=0&beam=0", 400, "nbest = 0"),  # every wrong parameter is named
-    ("text=猫&beam=2&nbest=3", 400, "nbest = 3: use 1 to beam (2)"),
     ("text=猫&run=nosuchrun", 404, "no trained run"),
     ("text=猫&run=untrained", 404, "no trained run"),
     ("text=猫&run=../../etc", 404, "folder under runs/"),
@@ -92,11 +93,10 @@ def test_concurrent_requests_share_one_model(client, registry):
 
 @pytest.mark.parametrize("body, status, says", [
     ({"lines": []}, 400, "lines = []: list should have at least 1 item"),
-    ({"lines": ["猫"] * (MAX_LINES + 1)}, 400, f"list should have at most {MAX_LINES} items"),
-    ({"lines": ["猫" * 30, "狗" * 21]}, 400, "lines has 51 characters in all; at most 50"),
+    ({"lines": ["猫"] * 9}, 400, "list should have at most 8 items"),
+    ({"lines": ["猫" * 30, "狗" * 51]}, 400, "lines[1] (51 characters): string should have at most 50"),
     ({"lines": ["猫", 3]}, 400, "lines[1] = 3: input should be a valid string"),
     ({"lines": ["猫"], "beam": 0}, 400, "beam = 0"),
-    ({"lines": ["猫"], "beam": 2, "nbest": 3}, 400, "nbest = 3: use 1 to beam (2)"),
     ({"lines": ["猫"], "beam_size": 3}, 400, "beam_size = 3: extra inputs are not permitted"),
     ({"text": "猫"}, 400, "lines is missing"),
     (["猫"], 400, "the body: input should be a valid dictionary"),
@@ -121,8 +121,22 @@ def test_a_body_that_is_no_batch_gets_a_json_error(client, send, status, says):
 
 def test_unknown_paths_and_methods_get_a_json_error(client):
     assert client.get("/api/nothing").json() == {"error": "GET /api/nothing: Not Found"}
-    answer = client.delete("/api/translate")
-    assert answer.status_code == 405 and "Method Not Allowed" in answer.json()["error"]
+    for method in ("DELETE", "OPTIONS", "PUT"):
+        answer = client.request(method, "/api/translate")
+        assert answer.status_code == 405 and "Method Not Allowed" in answer.json()["error"]
+        assert answer.headers["allow"] == "GET, POST"  # every method the path serves
+    assert client.request("OPTIONS", "/api/runs").headers["allow"] == "GET"
+
+
+@pytest.mark.parametrize("send", [
+    lambda client: client.get("/api/translate", params={"text": "猫", "beam": 2, "nbest": 3}),
+    lambda client: client.post("/api/translate", json={"lines": ["猫"], "beam": 2, "nbest": 3})])
+def test_an_nbest_over_the_beam_gets_the_beams_with_a_warning(client, send):
+    answer = send(client)
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["warnings"] == ["nbest = 3 is more than the beam (2): 2 returned"]
+    assert len(body["lines"][0]["nbest"]) == 2
 
 
 def test_a_batch_answers_each_line_in_order(client):
@@ -151,7 +165,12 @@ def test_openapi_lists_the_parameters_their_limits_and_the_answers(client):
     assert (parameters["beam"]["schema"]["minimum"], parameters["beam"]["schema"]["maximum"]) == (1, 50)
     assert not parameters["run"]["required"]
     batch = api["components"]["schemas"]["TranslateBatch"]
-    assert batch["required"] == ["lines"] and batch["properties"]["lines"]["maxItems"] == MAX_LINES
+    lines = batch["properties"]["lines"]
+    assert batch["required"] == ["lines"] and lines["maxItems"] == 8 and lines["items"]["maxLength"] == 50
+    for operation in (get, post):  # a busy server's answer is declared, with its Retry-After
+        busy = operation["responses"]["503"]
+        assert busy["content"]["application/json"]["schema"]["$ref"].endswith("/Error")
+        assert "Retry-After" in busy["headers"]
     assert post["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/TranslateBatch")
     for operation, answer in ((get, "TextResult"), (post, "BatchResult")):
         assert operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith(answer)

@@ -1,4 +1,6 @@
-"""Requests that wait for the model together are decoded as one batch, each getting its own lines."""
+"""One decoding thread: requests that wait for the model together are decoded as one batch, each
+getting its own lines; the queue is bounded, a request has a deadline, and closing finishes what
+was taken."""
 
 from __future__ import annotations
 
@@ -6,19 +8,25 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from nmt.serve.batcher import Batcher
+import pytest
+
+from nmt.config.serve_schema import ServeConfig
+from nmt.serve.batcher import Batcher, Overloaded
 
 
 class FakeTranslator:
     """Echoes each line with its beam and n-best; the first call waits for `release` so that
-    the other requests pile up behind it."""
+    the other requests pile up behind it. Records the thread each search ran in."""
 
     def __init__(self, fail_on: str | None = None):
         self.calls: list[tuple[list[str], int, int]] = []
-        self.release, self.fail_on = threading.Event(), fail_on
+        self.threads: set[str] = set()
+        self.release, self.started, self.fail_on = threading.Event(), threading.Event(), fail_on
 
     def translate(self, lines, beam_size, nbest):
-        if not self.calls:
+        self.threads.add(threading.current_thread().name)
+        if not self.calls and not self.started.is_set():
+            self.started.set()
             self.release.wait(10)
         self.calls.append((list(lines), beam_size, nbest))
         if self.fail_on in lines:
@@ -26,19 +34,19 @@ class FakeTranslator:
         return [f"{line}|{beam_size}|{nbest}" for line in lines]
 
 
+def ask(batcher: Batcher, request):
+    try:
+        return batcher.translate(*request)
+    except (RuntimeError, Overloaded) as error:
+        return error
+
+
 def ask_together(batcher: Batcher, requests: list[tuple[list[str], int, int]]):
     """The first request takes the model (and blocks in it); the rest wait; then all go."""
-    def ask(request):
-        try:
-            return batcher.translate(*request)
-        except RuntimeError as error:
-            return error
-
     with ThreadPoolExecutor(len(requests)) as pool:
-        first = pool.submit(ask, requests[0])
-        while not batcher.translator.calls and not batcher._model.locked():
-            time.sleep(0.001)
-        rest = [pool.submit(ask, request) for request in requests[1:]]
+        first = pool.submit(ask, batcher, requests[0])
+        assert batcher.translator.started.wait(10)
+        rest = [pool.submit(ask, batcher, request) for request in requests[1:]]
         deadline = time.monotonic() + 10
         while len(batcher._waiting) < len(requests) - 1 and time.monotonic() < deadline:
             time.sleep(0.001)
@@ -52,10 +60,11 @@ def test_waiting_requests_share_one_search_and_each_gets_its_own_lines():
     answers = ask_together(batcher, requests)
     assert answers == [[f"{line}|5|1" for line in lines] for lines, _, _ in requests]
     assert len(batcher.translator.calls) == 2  # the first alone, the seven that waited together
+    assert batcher.translator.threads == {"decode"}  # the model runs in one thread only
 
 
-def test_different_beams_never_share_a_search_and_a_batch_stops_at_max_lines():
-    batcher = Batcher(FakeTranslator(), max_lines=3)
+def test_different_beams_never_share_a_search_and_a_batch_stops_at_batch_lines():
+    batcher = Batcher(FakeTranslator(), ServeConfig(batch_lines=3))
     requests = [(["a"], 5, 1), (["b"], 5, 1), (["c"], 2, 1), (["d"], 5, 1), (["e", "f"], 5, 1)]
     answers = ask_together(batcher, requests)
     assert answers == [["a|5|1"], ["b|5|1"], ["c|2|1"], ["d|5|1"], ["e|5|1", "f|5|1"]]
@@ -78,3 +87,66 @@ def test_many_threads_each_get_exactly_their_answer():
     with ThreadPoolExecutor(16) as pool:
         answers = list(pool.map(lambda i: batcher.translate([f"line {i}"], 1 + i % 3, 1), range(200)))
     assert answers == [[f"line {i}|{1 + i % 3}|1"] for i in range(200)]
+
+
+def test_a_full_queue_refuses_with_a_retry_time_but_a_job_alone_is_always_taken():
+    batcher = Batcher(FakeTranslator(), ServeConfig(queue_lines=2))
+    with ThreadPoolExecutor(3) as pool:
+        first = pool.submit(ask, batcher, (["a"], 5, 1))  # taken: the thread holds it
+        assert batcher.translator.started.wait(10)
+        second = pool.submit(ask, batcher, (["b", "c"], 5, 1))  # waits: 2 lines of 2
+        while len(batcher._waiting) < 1:
+            time.sleep(0.001)
+        refused = ask(batcher, (["d"], 5, 1))
+        assert isinstance(refused, Overloaded) and refused.retry_after >= 1
+        assert "serve.queue_lines = 2" in str(refused)
+        batcher.translator.release.set()
+        assert first.result() == ["a|5|1"] and second.result() == ["b|5|1", "c|5|1"]
+    assert batcher.translate(["x", "y", "z"], 5, 1) == ["x|5|1", "y|5|1", "z|5|1"]  # alone: taken
+
+
+def test_a_request_past_its_deadline_gets_503_and_is_never_decoded():
+    batcher = Batcher(FakeTranslator(), ServeConfig(deadline_seconds=0.3))
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(ask, batcher, (["a"], 5, 1))
+        assert batcher.translator.started.wait(10)
+        start = time.monotonic()
+        late = ask(batcher, (["late"], 5, 1))
+        assert isinstance(late, Overloaded) and "serve.deadline_seconds" in str(late)
+        assert 0.25 < time.monotonic() - start < 2
+        batcher.translator.release.set()
+        first.result()
+    assert batcher.translate(["next"], 5, 1) == ["next|5|1"]
+    assert ["late"] not in [lines for lines, _, _ in batcher.translator.calls]
+
+
+def test_closing_finishes_what_was_taken_then_refuses():
+    batcher = Batcher(FakeTranslator())
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(ask, batcher, (["a"], 5, 1))
+        assert batcher.translator.started.wait(10)
+        second = pool.submit(ask, batcher, (["b"], 5, 1))
+        while len(batcher._waiting) < 1:
+            time.sleep(0.001)
+        closing = threading.Thread(target=batcher.close)
+        closing.start()
+        batcher.translator.release.set()
+        closing.join(10)
+        assert first.result() == ["a|5|1"] and second.result() == ["b|5|1"]
+    with pytest.raises(Overloaded, match="shutting down"):
+        batcher.translate(["c"], 5, 1)
+
+
+def test_drain_waits_for_what_is_held_and_the_thread_goes_on():
+    batcher = Batcher(FakeTranslator())
+    with ThreadPoolExecutor(1) as pool:
+        first = pool.submit(ask, batcher, (["a"], 5, 1))
+        assert batcher.translator.started.wait(10)
+        drained = threading.Thread(target=batcher.drain)
+        drained.start()
+        drained.join(0.2)
+        assert drained.is_alive()  # "a" is still being decoded
+        batcher.translator.release.set()
+        drained.join(10)
+        assert not drained.is_alive() and first.result() == ["a|5|1"]
+    assert batcher.translate(["b"], 5, 1) == ["b|5|1"]

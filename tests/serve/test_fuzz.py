@@ -16,6 +16,7 @@ from schemathesis.specs.openapi.checks import (content_type_conformance, negativ
 from helpers import REPO
 from random_checkpoint import single_thread, write_random_run
 from nmt.config.loader import load_config
+from nmt.config.serve_schema import ServeConfig
 from nmt.serve.app import create_app
 from nmt.serve.runs import RunRegistry
 
@@ -36,7 +37,7 @@ def api_schema(tmp_path_factory):
     smoke = load_config(REPO / "configs" / "smoke.yaml", [f"runs_dir={runs}"])
     write_random_run(runs, "rnn", smoke, "rnn")
     write_random_run(runs, "transformer", smoke, "transformer")
-    app = create_app(RunRegistry(runs, "rnn"), max_chars=30)
+    app = create_app(RunRegistry(runs, "rnn"), ServeConfig(max_chars=30, max_lines=4))
     with single_thread():
         yield schemathesis.openapi.from_asgi("/openapi.json", app)
 
