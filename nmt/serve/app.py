@@ -32,7 +32,7 @@ from nmt.align.units import unit_links_to_tokens
 from nmt.config.serve_schema import ServeConfig
 from nmt.decoding.translator import Translation, Translator
 from nmt.plot import cjk_font
-from nmt.serve.errors import BadRequest, RequestGuard, add_error_handlers
+from nmt.serve.errors import RequestGuard, add_error_handlers
 from nmt.serve.runs import RunRegistry
 from nmt.serve.schemas import (BEAM, MAX_BEAM, NBEST, RUN, BatchResult, Error, Health, Runs, TextResult,
                                TranslateBatch, batch_model)
@@ -92,16 +92,15 @@ def add_api(app: FastAPI, registry: RunRegistry, limits: ServeConfig) -> None:
 
     @app.get("/api/translate", response_model=TextResult, responses=ERRORS)
     def translate_text(
-        text: Annotated[str, Query(max_length=limits.max_chars, examples=["汤姆喜欢猫。"],
-                                   description="Chinese, one sentence per line (blank lines are skipped)")],
+        text: Annotated[str, Query(max_length=limits.max_chars, pattern=r"\S", examples=["汤姆喜欢猫。"],
+                                   description="Chinese, one sentence per line (blank lines are "
+                                               "skipped); something to translate")],
         beam: Annotated[int, Query(ge=1, le=MAX_BEAM, description=BEAM)] = 5,
         nbest: Annotated[int, Query(ge=1, le=MAX_BEAM, description=NBEST)] = 1,
         run: Annotated[str | None, Query(description=RUN)] = None,
     ) -> dict:
         """The text's translation: the first line's fields at the top, every line in `lines`."""
-        lines = [line for line in text.split("\n") if line.strip()]
-        if not lines:
-            raise BadRequest("text is empty: give the Chinese to translate, e.g. ?text=汤姆喜欢猫。")
+        lines = [line for line in text.split("\n") if line.strip()]  # not empty: the pattern
         answer = translate(registry, lines, beam, nbest, run)
         return {**answer, **answer["lines"][0]}
 
@@ -139,12 +138,16 @@ def max_body_bytes(limits: ServeConfig) -> int:
 
 def translate(registry: RunRegistry, lines: list[str], beam: int, nbest: int, run: str | None) -> dict:
     """{"run", "architecture", "lines": one answer per line, in order, "warnings"}."""
+    batcher = registry.get(run)
+    translator = batcher.translator
     warnings = []
+    widest = len(translator.tgt_vocab) // 2  # a beam search keeps 2 × beam candidates a step
+    if beam > widest:  # only a toy model's vocabulary is this small
+        warnings.append(f"beam = {beam} is more than this model's vocabulary allows: {widest} used")
+        beam = widest
     if nbest > beam:  # a search keeps beam hypotheses: there are no more to return
         warnings.append(f"nbest = {nbest} is more than the beam ({beam}): {beam} returned")
         nbest = beam
-    batcher = registry.get(run)
-    translator = batcher.translator
     results = batcher.translate(lines, beam, nbest)
     both: Sequence[set[Link] | None] = bidirectional_links(translator, results) or [None] * len(results)
     answers = [describe(translator, result, links) for result, links in zip(results, both)]

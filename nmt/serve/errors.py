@@ -82,6 +82,8 @@ def describe_invalid(error: dict) -> str:
             f"the body: {message}: {BODY_HINT}"
     if error["type"] == "missing":
         return f"{name} is missing"
+    if error["type"] == "string_pattern_mismatch" and name == "text":
+        return "text is empty: give the Chinese to translate, e.g. ?text=汤姆喜欢猫。"
     value = error.get("input")
     if isinstance(value, str) and len(value) > 20:
         return f"{name} ({len(value)} characters): {message}"

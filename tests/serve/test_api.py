@@ -139,6 +139,14 @@ def test_an_nbest_over_the_beam_gets_the_beams_with_a_warning(client, send):
     assert len(body["lines"][0]["nbest"]) == 2
 
 
+def test_a_beam_wider_than_the_vocabulary_allows_is_narrowed_with_a_warning(client):
+    """The smoke model writes 11 target tokens: a beam keeps 2 × beam candidates, so at most 5."""
+    body = client.get("/api/translate", params={"text": "猫", "beam": 30, "nbest": 8}).json()
+    assert body["warnings"] == ["beam = 30 is more than this model's vocabulary allows: 5 used",
+                                "nbest = 8 is more than the beam (5): 5 returned"]
+    assert len(body["lines"][0]["nbest"]) == 5
+
+
 def test_a_batch_answers_each_line_in_order(client):
     lines = ["玛丽喜欢狗。", "", "汤姆喜欢猫。", "汤姆喜欢猫。"]
     answer = client.post("/api/translate", json={"lines": lines, "beam": 3, "nbest": 2,
