@@ -140,8 +140,8 @@ def test_report_shows_aer(tmp_path):
     rows = collect_runs(tmp_path)
     assert [(r["name"], r["attention"], r["aer"]) for r in rows] == [
         ("dot", None, pytest.approx(41.23)), ("eflomal-char", "eflomal", pytest.approx(15.1))]
-    assert format_table(rows).splitlines()[0].split()[-2:] == ["AER", "post."]
-    assert format_table(rows).splitlines()[3].split()[-2:] == ["15.10", "-"]
+    assert format_table(rows).splitlines()[0].split()[-4:] == ["AER", "post.", "decoding", "settings"]
+    assert format_table(rows).splitlines()[3].split()[-3:] == ["15.10", "-", "-"]  # AER, post., settings
 
 
 def test_alignment_json_keeps_every_evaluation_of_one_checkpoint(tmp_path):
