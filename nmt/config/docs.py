@@ -19,7 +19,7 @@ import tokenize
 import typing
 from typing import Any, Literal
 
-from nmt.config import model_schema, schema, serve_schema
+from nmt.config import clean_schema, model_schema, schema, serve_schema
 from nmt.config.schema import Config
 from nmt.config.sources import Sources
 
@@ -57,7 +57,7 @@ def read_comments() -> KeyComments:
     and the sections of their own: nmt/config/model_schema.py, serve_schema.py), and the
     headings."""
     found = KeyComments({}, {})
-    for module in (schema, model_schema, serve_schema):
+    for module in (schema, model_schema, serve_schema, clean_schema):
         _read_module_comments(inspect.getsource(module), found)
     return found
 

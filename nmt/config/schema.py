@@ -18,6 +18,7 @@ from typing import Any, Literal, Optional
 from nmt.config.checks import (average_spec, check, corpus_spec, non_negative, positive,
                                probability, sources_spec)
 # The model section lives in a file of its own; its names are importable from here too.
+from nmt.config.clean_schema import CleanConfig
 from nmt.config.model_schema import (FAMILIES, ModelConfig, RNNConfig,  # noqa: F401
                                      TransformerConfig)
 from nmt.config.serve_schema import ServeConfig
@@ -74,6 +75,8 @@ class DataConfig:
     src_subword_vocab: int = field(default=4000, metadata=check(lambda v: v >= 8, "an integer >= 8"))
     # pieces in the English vocabulary
     tgt_subword_vocab: int = field(default=4000, metadata=check(lambda v: v >= 8, "an integer >= 8"))
+    # Filters for a noisy corpus, each off by default (nmt/data/filters.py)
+    clean: CleanConfig = field(default_factory=CleanConfig)
 
     def to_dict(self) -> dict:
         """Every key, the corpora in the plain form they were written in (nmt/config/sources.py)."""
@@ -264,6 +267,8 @@ class Config:
         if data["subword"] == "none":  # unused: folders prepared before subwords keep their name
             for key in SUBWORD_KEYS:
                 del data[key]
+        if self.data.clean == CleanConfig():  # no filter: folders prepared before them keep theirs
+            del data["clean"]
         return _hash(data)
 
 

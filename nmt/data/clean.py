@@ -22,6 +22,7 @@ import numpy as np
 from nmt.config.schema import DataConfig
 from nmt.config.sources import Source, Sources
 from nmt.data.corpus import Pair
+from nmt.data.filters import PairFilter
 from nmt.data.normalize import normalize_en, normalize_zh
 from nmt.data.sources import read_source
 
@@ -53,8 +54,10 @@ def clean_pairs(sources: Sources, data: DataConfig, folder: Path, counts: dict,
                 checksums: dict[str, str], dedup: bool = True, length_filter: bool = True) -> Shard:
     """Every good pair of `sources`, cleaned, tokenized and written to a Shard in `folder`.
 
-    `dedup` and `length_filter` are off for a given test set, which is scored whole. `counts`
-    gets the lines read and skipped, pairs read, beyond data.max_pairs, duplicates and too long.
+    `dedup` and `length_filter` (and data.clean's filters) are off for a given test set, which
+    is scored whole. `counts` gets the lines read and skipped, pairs read, beyond
+    data.max_pairs, what each data.clean filter dropped (and `pair_filter` its examples),
+    duplicates and too long.
     """
     from nmt.data.parallel import tokenize_chunks  # jieba, Moses and a pool: not for cached runs
 
@@ -63,7 +66,8 @@ def clean_pairs(sources: Sources, data: DataConfig, folder: Path, counts: dict,
     several = len(sources) > 1
     pairs = _limited(_read_all(sources, skipped, checksums, several), data.max_pairs if dedup
                      else None, counts)
-    unique = _normalize_dedup(pairs, data, counts, dedup)
+    pair_filter = PairFilter(data.clean) if dedup else None
+    unique = _normalize_dedup(pairs, data, counts, dedup, pair_filter)
     chunks = _chunks(unique)
     zh_hashes, en_hashes = array("Q"), array("Q")
     files = {name: open(folder / name, "w", encoding="utf-8", newline="\n") for name in SHARD_FILES}
@@ -86,6 +90,9 @@ def clean_pairs(sources: Sources, data: DataConfig, folder: Path, counts: dict,
     counts["lines_read"] = counts.get("lines_read", 0) + counts["pairs_read"] + sum(skipped.values())
     counts["filtered_length"] = too_long
     counts["pairs_kept"] = len(zh_hashes)
+    if pair_filter is not None and pair_filter.active:
+        counts["clean"] = pair_filter.counts()
+        write_examples(folder / "dropped", pair_filter)
     return Shard(folder, np.frombuffer(zh_hashes, np.uint64).copy(),
                  np.frombuffer(en_hashes, np.uint64).copy())
 
@@ -109,14 +116,20 @@ def _limited(pairs: Iterator, max_pairs: int | None, counts: dict) -> Iterator:
         yield item
 
 
-def _normalize_dedup(pairs: Iterator, data: DataConfig, counts: dict,
-                     dedup: bool) -> Iterator[tuple[Pair, str]]:
-    """Normalized pairs, each distinct (zh, en) once (with `dedup`), in first-seen order."""
+def _normalize_dedup(pairs: Iterator, data: DataConfig, counts: dict, dedup: bool,
+                     pair_filter: PairFilter | None = None) -> Iterator[tuple[Pair, str]]:
+    """Normalized pairs that pass data.clean's filters, each distinct (zh, en) once (with
+    `dedup`), in first-seen order."""
     seen: set[int] = set()
     counts["duplicates"] = 0
     for pair, line in pairs:
-        clean = Pair(normalize_zh(pair.zh, data.traditional_to_simplified),
-                     normalize_en(pair.en, data.lowercase), pair.line)
+        zh, en = normalize_zh(pair.zh, data.traditional_to_simplified), normalize_en(pair.en, data.lowercase)
+        if pair_filter is not None and pair_filter.active:
+            kept = pair_filter(zh, en, line)
+            if kept is None:
+                continue
+            zh, en = kept
+        clean = Pair(zh, en, pair.line)
         if dedup:
             key = sentence_hash(f"{clean.zh}\t{clean.en}")
             if key in seen:
@@ -124,6 +137,15 @@ def _normalize_dedup(pairs: Iterator, data: DataConfig, counts: dict,
                 continue
             seen.add(key)
         yield clean, line
+
+
+def write_examples(folder: Path, pair_filter: PairFilter) -> None:
+    """dropped/<filter>.tsv: the first pairs each filter dropped (line number, Chinese, English)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for reason, examples in pair_filter.examples.items():
+        with open(folder / f"{reason}.tsv", "w", encoding="utf-8", newline="\n") as file:
+            for line, zh, en in examples:
+                file.write(f"{line}\t{zh}\t{en}\n")
 
 
 def _chunks(pairs: Iterator) -> Iterator[list]:

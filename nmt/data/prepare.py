@@ -100,6 +100,23 @@ def _is_current(prepared: PreparedData, config: Config) -> bool:
     return True
 
 
+def _check_cleaned(shard: Shard, counts: dict, prepared: PreparedData) -> None:
+    """data.clean's examples go into the prepared folder (dropped/<filter>.tsv), its counts are
+    logged, and a corpus it dropped whole is an error naming the filter that dropped most."""
+    dropped = (counts.get("clean") or {}).get("dropped") or {}
+    if (shard.folder / "dropped").is_dir():
+        (shard.folder / "dropped").replace(prepared.dir / "dropped")
+    if dropped:
+        log.info("data.clean dropped %s of %d pairs read: %s", f"{sum(dropped.values()):,}",
+                 counts["pairs_read"], ", ".join(f"{k} {v:,}" for k, v in dropped.items()))
+    if not len(shard) and dropped:
+        worst = max(dropped, key=lambda name: dropped[name])
+        raise NMTError(f"data.clean dropped every pair of the corpus, the {worst} filter most "
+                       f"({dropped[worst]:,} of {counts['pairs_read']:,}): loosen it "
+                       f"(data.clean in docs/config.md), or check which column holds which "
+                       f"language")
+
+
 def _input_files(config: Config) -> list[Path]:
     """Every file the data config names: its hash sees only their paths."""
     data = config.data
@@ -163,6 +180,7 @@ def _build(config: Config, prepared: PreparedData) -> dict:
                                        dedup=False, length_filter=False)
             move_shard(given[split], prepared, split)
     shard = clean_pairs(data.corpus, data, work / "corpus", counts, checksums)
+    _check_cleaned(shard, counts, prepared)
     keep = leak_check(shard, given, counts)
     carve = {s: getattr(data, f"{s}_size") for s in ("test", "dev") if s not in given}
     codes = np.full(len(shard), 255, np.uint8)  # 255: dropped by the leak check

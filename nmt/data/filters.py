@@ -1,0 +1,124 @@
+"""Filters for noisy corpora (`data.clean`): each one looks at a normalized pair and says
+whether to drop it, and prepare counts what each one dropped, with examples (nothing is lost
+silently).
+
+The filters are of the surface of a pair, cheap enough to stream a corpus of millions:
+- markup: HTML tags, URLs and e-mail addresses, stripped from both sides or the pair dropped;
+- repeat: a character repeated many times in a row;
+- script: the share of Han characters among the Chinese side's letters, and of Latin letters
+  among the English side's (the wrong language, English on both sides, a copy of either side);
+- copies: both sides the same text;
+- numbers: both sides carry digits, but not the same numbers;
+- length: Chinese characters per English word (Chinese has no spaces to count words by).
+They run in that order, the most specific first; the first that fires names the reason, so a
+pair is counted once.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+
+from nmt.config.clean_schema import CleanConfig
+
+MARKUP = re.compile(r"<[^<>]{1,200}>|&[a-z]{2,8};|https?://\S+|www\.\S+|\S+@\S+\.[a-z]{2,}",
+                    re.IGNORECASE)
+DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
+EXAMPLES = 20  # dropped pairs kept per filter, for the prepared folder's dropped/ files
+
+
+def is_han(char: str) -> bool:
+    return "\u4e00" <= char <= "\u9fff" or "\u3400" <= char <= "\u4dbf" or "\uf900" <= char <= "\ufaff"
+
+
+def letters(text: str) -> list[str]:
+    """The characters of `text` that are letters of some script (Unicode category L*)."""
+    return [char for char in text if unicodedata.category(char).startswith("L")]
+
+
+def han_share(text: str) -> float:
+    found = letters(text)
+    return sum(map(is_han, found)) / len(found) if found else 1.0
+
+
+def latin_share(text: str) -> float:
+    found = letters(text)
+    return sum(char.isascii() for char in found) / len(found) if found else 1.0
+
+
+def chars_per_word(zh: str, en: str) -> float:
+    """Han characters (or letters, when there are none) of the Chinese side per English word."""
+    chars = sum(map(is_han, zh)) or len(letters(zh))
+    return chars / max(1, len(en.split()))
+
+
+def numbers(text: str) -> set[str]:
+    return {match.replace(",", "") for match in DIGITS.findall(text)}
+
+
+def longest_repeat(text: str) -> int:
+    longest, run, previous = 0, 0, None
+    for char in text:
+        run = run + 1 if char == previous else 1
+        previous = char
+        longest = max(longest, run)
+    return longest
+
+
+def strip_markup(text: str) -> str:
+    return " ".join(MARKUP.sub(" ", text).split())
+
+
+def reason_to_drop(zh: str, en: str, clean: CleanConfig) -> str | None:
+    """The first filter that drops the pair (zh, en), or None to keep it."""
+    if clean.markup == "drop" and (MARKUP.search(zh) or MARKUP.search(en)):
+        return "markup"
+    if clean.max_repeat is not None and max(longest_repeat(zh), longest_repeat(en)) > clean.max_repeat:
+        return "repeat"
+    if clean.min_han_share is not None and han_share(zh) < clean.min_han_share:
+        return "han_share"
+    if clean.min_latin_share is not None and latin_share(en) < clean.min_latin_share:
+        return "latin_share"
+    if clean.copies and zh.casefold().replace(" ", "") == en.casefold().replace(" ", ""):
+        return "copies"
+    if clean.numbers and numbers(zh) and numbers(en) and numbers(zh) != numbers(en):
+        return "numbers"
+    ratio = chars_per_word(zh, en)
+    if clean.min_chars_per_word is not None and ratio < clean.min_chars_per_word:
+        return "chars_per_word"
+    if clean.max_chars_per_word is not None and ratio > clean.max_chars_per_word:
+        return "chars_per_word"
+    return None
+
+
+@dataclass
+class PairFilter:
+    """data.clean applied to a stream of pairs: what each filter dropped, and examples."""
+
+    clean: CleanConfig
+    dropped: Counter = field(default_factory=Counter)
+    stripped: int = 0  # pairs whose markup was stripped (markup: strip)
+    examples: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
+
+    @property
+    def active(self) -> bool:
+        return self.clean != CleanConfig()
+
+    def __call__(self, zh: str, en: str, line: str) -> tuple[str, str] | None:
+        """The pair as kept (markup stripped), or None when a filter drops it."""
+        if self.clean.markup == "strip" and (MARKUP.search(zh) or MARKUP.search(en)):
+            zh, en = strip_markup(zh), strip_markup(en)
+            self.stripped += 1
+        reason = "markup" if not (zh and en) else reason_to_drop(zh, en, self.clean)
+        if reason is None:
+            return zh, en
+        self.dropped[reason] += 1
+        kept = self.examples.setdefault(reason, [])
+        if len(kept) < EXAMPLES:
+            kept.append((line, zh, en))
+        return None
+
+    def counts(self) -> dict:
+        return {"dropped": dict(sorted(self.dropped.items())), "markup_stripped": self.stripped}
