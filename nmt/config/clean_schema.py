@@ -32,3 +32,8 @@ class CleanConfig:
     markup: Literal["keep", "strip", "drop"] = "keep"
     # Drop a pair with a character repeated more than this many times in a row; null: off
     max_repeat: Optional[int] = field(default=None, metadata=positive)
+    # Dual conditional cross-entropy (nmt/data/dual_score.py): the scores scripts/dual_score.py
+    # wrote with a run trained on this corpus, and the worst share of its pairs to drop (the
+    # misaligned ones); null: off
+    dual_scores: Optional[str] = None
+    dual_drop: Optional[float] = field(default=None, metadata=probability)

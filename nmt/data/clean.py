@@ -22,7 +22,8 @@ import numpy as np
 from nmt.config.schema import DataConfig
 from nmt.config.sources import Source, Sources
 from nmt.data.corpus import Pair
-from nmt.data.filters import PairFilter
+from nmt.data.filters import PairFilter, read_dual_scores
+from nmt.errors import NMTError
 from nmt.data.normalize import normalize_en, normalize_zh
 from nmt.data.sources import read_source
 
@@ -66,7 +67,7 @@ def clean_pairs(sources: Sources, data: DataConfig, folder: Path, counts: dict,
     several = len(sources) > 1
     pairs = _limited(_read_all(sources, skipped, checksums, several), data.max_pairs if dedup
                      else None, counts)
-    pair_filter = PairFilter(data.clean) if dedup else None
+    pair_filter = make_filter(data) if dedup else None
     unique = _normalize_dedup(pairs, data, counts, dedup, pair_filter)
     chunks = _chunks(unique)
     zh_hashes, en_hashes = array("Q"), array("Q")
@@ -137,6 +138,18 @@ def _normalize_dedup(pairs: Iterator, data: DataConfig, counts: dict, dedup: boo
                 continue
             seen.add(key)
         yield clean, line
+
+
+def make_filter(data: DataConfig) -> PairFilter:
+    """data.clean's filters, with the corpus lines its dual scores drop."""
+    clean = data.clean
+    if (clean.dual_scores is None) != (clean.dual_drop is None):
+        raise NMTError("data.clean.dual_scores and data.clean.dual_drop go together: the scores "
+                       "of scripts/dual_score.py and the worst share of them to drop")
+    worst: set[str] = set()
+    if clean.dual_scores is not None and clean.dual_drop is not None:
+        worst = read_dual_scores(clean.dual_scores, clean.dual_drop)
+    return PairFilter(clean, worst)
 
 
 def write_examples(folder: Path, pair_filter: PairFilter) -> None:

@@ -9,7 +9,9 @@ The filters are of the surface of a pair, cheap enough to stream a corpus of mil
   among the English side's (the wrong language, English on both sides, a copy of either side);
 - copies: both sides the same text;
 - numbers: both sides carry digits, but not the same numbers;
-- length: Chinese characters per English word (Chinese has no spaces to count words by).
+- length: Chinese characters per English word (Chinese has no spaces to count words by);
+- dual: the worst share by dual conditional cross-entropy (nmt/data/dual_score.py): the
+  misaligned pairs a surface does not show, found by a run's two directions.
 They run in that order, the most specific first; the first that fires names the reason, so a
 pair is counted once.
 """
@@ -21,7 +23,10 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from nmt.config.clean_schema import CleanConfig
+from nmt.errors import NMTError
 
 MARKUP = re.compile(r"<[^<>]{1,200}>|&[a-z]{2,8};|https?://\S+|www\.\S+|\S+@\S+\.[a-z]{2,}",
                     re.IGNORECASE)
@@ -98,6 +103,8 @@ class PairFilter:
     """data.clean applied to a stream of pairs: what each filter dropped, and examples."""
 
     clean: CleanConfig
+    # corpus lines the dual score drops (data.clean.dual_scores, dual_drop)
+    dual_worst: set[str] = field(default_factory=set)
     dropped: Counter = field(default_factory=Counter)
     stripped: int = 0  # pairs whose markup was stripped (markup: strip)
     examples: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
@@ -112,6 +119,8 @@ class PairFilter:
             zh, en = strip_markup(zh), strip_markup(en)
             self.stripped += 1
         reason = "markup" if not (zh and en) else reason_to_drop(zh, en, self.clean)
+        if reason is None and line in self.dual_worst:
+            reason = "dual"
         if reason is None:
             return zh, en
         self.dropped[reason] += 1
@@ -122,3 +131,24 @@ class PairFilter:
 
     def counts(self) -> dict:
         return {"dropped": dict(sorted(self.dropped.items())), "markup_stripped": self.stripped}
+
+
+def read_dual_scores(path: str, drop: float) -> set[str]:
+    """The corpus lines (as prepare numbers them) of the worst `drop` share by dual score, from
+    the TSV scripts/dual_score.py wrote (nmt/decoding/dual_score.py): line <TAB> H_f <TAB> H_r <TAB> score."""
+    lines, scores = [], []
+    try:
+        with open(path, encoding="utf-8") as file:
+            for number, row in enumerate(file, 1):
+                if number == 1 and row.startswith("line\t"):
+                    continue  # the header
+                fields = row.rstrip("\n").split("\t")
+                lines.append(fields[0])
+                scores.append(float(fields[3]))
+    except (OSError, ValueError, IndexError) as error:
+        raise NMTError(f"data.clean.dual_scores: {path} is not a file of dual scores "
+                       f"({error}); write it with scripts/dual_score.py") from None
+    if not scores:
+        raise NMTError(f"data.clean.dual_scores: {path} holds no scores")
+    worst = np.argsort(-np.array(scores), kind="stable")[: int(round(drop * len(scores)))]
+    return {lines[i] for i in worst}

@@ -122,7 +122,8 @@ def _input_files(config: Config) -> list[Path]:
     data = config.data
     files = [path for sources in (data.corpus, data.dev, data.test) if sources is not None
              for path in sources.files()]
-    return files + ([Path(data.zh_user_dict)] if data.zh_user_dict else [])
+    return (files + ([Path(data.zh_user_dict)] if data.zh_user_dict else [])
+            + ([Path(data.clean.dual_scores)] if data.clean.dual_scores else []))
 
 
 def _fingerprints(files: list[Path], checksums: dict[str, str]) -> dict[str, dict]:
