@@ -144,14 +144,18 @@ def rescored_label(label: str | None) -> str:
     return "rerank" if label is None else f"{label}.rerank"
 
 
-def planned_label(config: Config) -> str | None:
-    """The label of the results `make eval` writes for `config` as it is, from the config alone
-    (the ledger reads the saved configs of runs whose checkpoints may be gone)."""
+def planned_label(config: Config, tuned: bool = False) -> str | None:
+    """The label of the results `make eval` writes for `config`, from the config alone (the
+    ledger reads the saved configs of runs whose checkpoints may be gone); with `tuned`, as the
+    run's tuned search file, if it has one, makes it."""
     averaged = average_label(*parse_average(config.eval.average)) if config.eval.average else None
     label = (f"ensemble.{averaged}" if averaged else "ensemble") if config.training.members > 1 \
         else averaged
     rescored = config.eval.rerank or (config.training.channel_members and config.eval.channel_weight > 0)
-    return rescored_label(label) if rescored else label
+    label = rescored_label(label) if rescored else label
+    if tuned and tuned_path(config).is_file():
+        label = settings_label(label, decoding_differences(config, with_tuned_search(config)))
+    return label
 
 
 def _rescoring(config: Config) -> tuple[RescoringModel, ...]:

@@ -15,6 +15,7 @@ The verdict is honest about what the paired bootstrap can say (nmt/evaluation/si
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass
@@ -55,10 +56,13 @@ def read_side(path: str | Path) -> Side:
 
 
 def eval_results(run: Path) -> Path:
-    """The results file `make eval` writes in a run folder, by its saved config's plan
-    (results.ensemble.average_best5.rerank.json for the default), else results.json."""
+    """The results file `make eval` writes in a run folder, by its saved config's plan and its
+    tuned search, if it has one (results.ensemble.average_best5.rerank.json for the default,
+    untuned), else results.json."""
     try:
-        label = planned_label(load_saved_config(run / "config.yaml"))
+        config = load_saved_config(run / "config.yaml")
+        config = dataclasses.replace(config, runs_dir=str(run.parent), name=run.name)
+        label = planned_label(config, tuned=True)
     except NMTError:  # no or an unreadable config.yaml: the run's own checkpoint's results
         label = None
     planned = run / (f"results.{label}.json" if label else "results.json")

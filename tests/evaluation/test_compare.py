@@ -100,6 +100,7 @@ def test_evaluations_with_other_settings_keep_their_own_results(run, caplog):
     for results in (own, greedy, tuned):  # each file still holds its own score and outputs
         assert read_side(run.run_dir / (f"results.{results['label']}.json" if results["label"]
                                         else "results.json")).results["bleu"] == results["bleu"]
+    assert read_side(run.run_dir).results["label"] == tuned["label"]  # the folder: what make eval wrote
     rows = {row["name"]: row for row in collect_runs(run.runs_dir)}
     assert rows[f"smoke ({greedy['label']})"]["settings"] == "search.beam_size=1"
     assert rows[f"smoke ({tuned['label']})"]["settings"] == "search.word_reward=0.4"
