@@ -2,6 +2,7 @@
 installed nmt-<stage> commands."""
 
 import argparse
+import re
 import shutil
 import subprocess
 import sys
@@ -55,11 +56,23 @@ def test_make_align_eval_passes_weights_and_method(tmp_path):
     assert "--weights" not in dry_run() and "--method" not in dry_run()
 
 
+def installed_commands() -> dict[str, str]:
+    """pyproject's [project.scripts]: {"nmt-dual-score": "dual_score", ...}."""
+    text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    return dict(re.findall(r'^(nmt-[a-z-]+) = "nmt\.cli:([a-z_]+)"$', text, re.M))
+
+
+def test_every_stage_script_has_an_installed_command():
+    stages = {"prepare", "train", "evaluate", "tune", "translate", "align", "report", "compare",
+              "serve", "dual_score"}
+    assert stages <= set(installed_commands().values())
+    assert all(name == f"nmt-{stage.replace('_', '-')}" for name, stage in installed_commands().items())
+
+
 @pytest.mark.e2e
-@pytest.mark.parametrize("stage", ["prepare", "train", "evaluate", "translate", "align", "report",
-                                   "serve"])
-def test_installed_commands_run_the_stage_scripts(stage):
-    command = Path(sys.executable).parent / f"nmt-{stage}"
+@pytest.mark.parametrize("name, stage", sorted(installed_commands().items()))
+def test_installed_commands_run_the_stage_scripts(name, stage):
+    command = Path(sys.executable).parent / name
     assert command.is_file(), f"{command} is not installed: pip install -e . (make setup)"
     shown = subprocess.run([str(command), "--help"], capture_output=True, text=True, timeout=120)
     script = subprocess.run([sys.executable, f"scripts/{stage}.py", "--help"], capture_output=True,
