@@ -79,3 +79,19 @@ def write_random_run(runs: Path, name: str, smoke: Config, architecture: str = "
     save_config(config, runs / name / "config.yaml")
     write_random_checkpoint(runs / name / "checkpoints" / "best.pt", config)
     return runs / name
+
+
+def write_random_members(config: Config) -> None:
+    """Every model of `config`'s run (its members, then its channel members, reading the other
+    way) as training leaves them: random weights over the prepared vocabularies, best.pt each,
+    and the run's config.yaml."""
+    from nmt.data.prepare import load_prepared
+    from nmt.data.vocab import Vocab
+    from nmt.training.members import member_configs
+
+    prepared = load_prepared(config)
+    zh, en = (Vocab.load(prepared.vocab(lang)).itos[4:] for lang in ("zh", "en"))
+    for member in member_configs(config):
+        words = (en, zh) if member.model.direction == "reverse" else (zh, en)
+        write_random_checkpoint(member.run_dir / "checkpoints" / "best.pt", member, *words)
+    save_config(config, config.run_dir / "config.yaml")

@@ -10,17 +10,15 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from random_checkpoint import single_thread, write_random_checkpoint
+from random_checkpoint import single_thread, write_random_members
 
 from helpers import REPO
-from nmt.config.loader import load_config, save_config
+from nmt.config.loader import load_config
 from nmt.data.filters import read_dual_scores
 from nmt.data.prepare import prepare
-from nmt.data.vocab import Vocab
 from nmt.decoding.dual_score import dual_scores
 from nmt.decoding.rerank import candidate_log_probs
 from nmt.errors import NMTError
-from nmt.training.members import member_configs
 
 
 @pytest.fixture
@@ -32,11 +30,7 @@ def run(tmp_path, tiny_corpus):
         f"runs_dir={tmp_path / 'runs'}", "training.channel_members=1", "eval.channel_weight=0.5",
         "training.device=cpu"])
     prepared = prepare(config)
-    zh, en = (Vocab.load(prepared.vocab(lang)).itos[4:] for lang in ("zh", "en"))
-    for member in member_configs(config):
-        words = (en, zh) if member.model.direction == "reverse" else (zh, en)
-        write_random_checkpoint(member.run_dir / "checkpoints" / "best.pt", member, *words)
-    save_config(config, config.run_dir / "config.yaml")
+    write_random_members(config)
     return config, prepared
 
 

@@ -10,22 +10,20 @@ from dataclasses import replace
 import pytest
 import yaml
 from fastapi.testclient import TestClient
-from random_checkpoint import single_thread, write_random_checkpoint
+from random_checkpoint import single_thread, write_random_members
 
 from helpers import REPO
-from nmt.config.loader import load_config, save_config
+from nmt.config.loader import load_config
+from nmt.config.serve_schema import ServeConfig
 from nmt.config.tuned import tuned_path
 from nmt.data.prepare import prepare
-from nmt.data.vocab import Vocab
 from nmt.decoding.plan import plan_for
 from nmt.decoding.translator import Translator
 from nmt.evaluation.evaluate import evaluate, read_split
 from nmt.evaluation.tune import tune
 from nmt.io import read_lines
-from nmt.config.serve_schema import ServeConfig
 from nmt.serve.app import create_app
 from nmt.serve.runs import RunRegistry
-from nmt.training.members import member_configs
 
 
 @pytest.fixture
@@ -38,12 +36,8 @@ def run(tmp_path, tiny_corpus):
         "training: {members: 2, channel_members: 1, device: cpu}\neval: {channel_weight: 0.5}\n",
         encoding="utf-8")
     config = load_config(tmp_path / "run.yaml", overrides(tmp_path, tiny_corpus))
-    prepared = prepare(config)
-    zh, en = (Vocab.load(prepared.vocab(lang)).itos[4:] for lang in ("zh", "en"))
-    for member in member_configs(config):
-        words = (en, zh) if member.model.direction == "reverse" else (zh, en)
-        write_random_checkpoint(member.run_dir / "checkpoints" / "best.pt", member, *words)
-    save_config(config, config.run_dir / "config.yaml")
+    prepare(config)
+    write_random_members(config)
     return config
 
 
