@@ -36,4 +36,4 @@ class CleanConfig:
     # wrote with a run trained on this corpus, and the worst share of its pairs to drop (the
     # misaligned ones); null: off
     dual_scores: Optional[str] = None
-    dual_drop: Optional[float] = field(default=None, metadata=probability)
+    dual_drop: Optional[float] = field(default=None, metadata=probability)  # (the worst share)
