@@ -23,17 +23,17 @@ class CleanConfig:
     # Drop a pair whose two sides are the same text (an untranslated copy)
     copies: bool = False
     # Chinese characters per English word: a pair outside [min, max] is truncated, padded or
-    # misaligned (no word ratio: Chinese has no spaces); null: off
+    # misaligned (no word ratio: Chinese has no spaces); the least, null: off
     min_chars_per_word: Optional[float] = field(default=None, metadata=positive)
-    max_chars_per_word: Optional[float] = field(default=None, metadata=positive)  # (the max)
+    max_chars_per_word: Optional[float] = field(default=None, metadata=positive)  # the most; null: off
     # Drop a pair whose sides both carry digits but not the same numbers
     numbers: bool = False
     # Markup, URLs and e-mail addresses: keep them, strip them from both sides, or drop the pair
     markup: Literal["keep", "strip", "drop"] = "keep"
     # Drop a pair with a character repeated more than this many times in a row; null: off
     max_repeat: Optional[int] = field(default=None, metadata=positive)
-    # Dual conditional cross-entropy (nmt/data/dual_score.py): the scores scripts/dual_score.py
-    # wrote with a run trained on this corpus, and the worst share of its pairs to drop (the
-    # misaligned ones); null: off
+    # Dual conditional cross-entropy (nmt/decoding/dual_score.py): the file of scores that
+    # scripts/dual_score.py wrote with a run trained on this corpus; null: off
     dual_scores: Optional[str] = None
-    dual_drop: Optional[float] = field(default=None, metadata=probability)  # (the worst share)
+    # the worst share of the pairs by those scores to drop (the misaligned ones); null: off
+    dual_drop: Optional[float] = field(default=None, metadata=probability)
