@@ -73,7 +73,7 @@ def _best_first(kept: list[tuple[int, Path]]) -> list[tuple[int, Path]]:
     """The kept (step, path) that have a dev score, the best first; of equal ones the newer."""
     scored = []
     for step, path in kept:
-        score = load_checkpoint(path).get("dev_score")
+        score = load_checkpoint(path, glance=True).get("dev_score")
         if score is not None:
             scored.append((float(score), step, path))
     scored.sort(key=lambda entry: (-entry[0], -entry[1]))
@@ -155,7 +155,8 @@ def average_once(run_dir: Path, how: str, count: int) -> Path:
     output = folder / f"{average_label(how, count)}.pt"
     sources = select_checkpoints(folder, how, count, allow_fewer=True)
     if output.is_file():
-        written = [entry.get("checkpoint") for entry in load_checkpoint(output).get("averaged_from") or []]
+        written = [entry.get("checkpoint")
+                   for entry in load_checkpoint(output, glance=True).get("averaged_from") or []]
         if written == [str(path) for path in sources]:
             return output
     save_checkpoint(output, average_checkpoints(sources))

@@ -122,7 +122,7 @@ def averaged_from(paths: list[Path]) -> list | None:
     """What an averaged checkpoint was averaged from (nmt/checkpoints/averaging.py), else None."""
     if len(paths) != 1 or paths[0].name in RUN_CHECKPOINTS:
         return None
-    return load_checkpoint(paths[0]).get("averaged_from")
+    return load_checkpoint(paths[0], glance=True).get("averaged_from")
 
 
 @dataclass

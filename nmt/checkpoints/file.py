@@ -118,13 +118,15 @@ def keep_step_checkpoint(folder: Path, state: dict[str, Any], keep: int,
     return path
 
 
-def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Read a checkpoint safely; a missing, corrupt or foreign file is a clear NMTError."""
+def load_checkpoint(path: str | Path, glance: bool = False) -> dict[str, Any]:
+    """Read a checkpoint safely; a missing, corrupt or foreign file is a clear NMTError.
+    `glance`: for its small entries (config, progress, dev score): the tensors are memory-mapped,
+    read from disk only if used."""
     path = Path(path)
     if not path.is_file():
         raise NMTError(f"{path}: checkpoint not found; train first (`make train`) or pass --checkpoint")
     try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=glance)
     except Exception as error:  # torch raises many kinds for a bad file
         raise NMTError(f"{path}: not a readable checkpoint ({type(error).__name__}: {error})") from None
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != FORMAT:

@@ -18,6 +18,7 @@ pair is counted once.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections import Counter
@@ -109,8 +110,8 @@ class PairFilter:
     stripped: int = 0  # pairs whose markup was stripped (markup: strip)
     examples: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
 
-    @property
-    def active(self) -> bool:
+    @functools.cached_property
+    def active(self) -> bool:  # asked for every pair: compared once
         return self.clean != CleanConfig()
 
     def __call__(self, zh: str, en: str, line: str) -> tuple[str, str] | None:

@@ -219,7 +219,8 @@ def rescoring_model(path: str | Path, weight: float, key: str = "eval.rerank") -
     """A rescoring checkpoint with its direction and target order, read from its saved config;
     errors name the `key` it came from."""
     try:
-        saved = config_in_sections(load_checkpoint(path).get("config") or {})
+        # a glance: the Reranker loads the weights (nmt/decoding/rerank.py)
+        saved = config_in_sections(load_checkpoint(path, glance=True).get("config") or {})
         model = saved.get("model") or {}
     except NMTError as error:
         raise NMTError(f"{key}: {error}") from None
