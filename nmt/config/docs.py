@@ -19,7 +19,7 @@ import tokenize
 import typing
 from typing import Any, Literal
 
-from nmt.config import clean_schema, model_schema, schema, serve_schema
+from nmt.config import clean_schema, model_schema, schema, serve_schema, student_schema
 from nmt.config.schema import Config
 from nmt.config.sources import Sources
 
@@ -37,7 +37,7 @@ any key can be overridden on the command line as `section.key=value`, e.g.
 Every key, type and value is checked before any work starts; a typo names the nearest valid key.
 `python scripts/show_config.py configs/tatoeba.yaml` prints an experiment's resolved config.
 
-This page is generated from `nmt/config/schema.py`, `model_schema.py` and `serve_schema.py` by `make docs`
+This page is generated from `nmt/config/schema.py`, `model_schema.py`, `serve_schema.py`, `clean_schema.py` and `student_schema.py` by `make docs`
 (`python scripts/config_docs.py > docs/config.md`); edit the schema's comments, not this page.
 """
 
@@ -57,7 +57,7 @@ def read_comments() -> KeyComments:
     and the sections of their own: nmt/config/model_schema.py, serve_schema.py), and the
     headings."""
     found = KeyComments({}, {})
-    for module in (schema, model_schema, serve_schema, clean_schema):
+    for module in (schema, model_schema, serve_schema, clean_schema, student_schema):
         _read_module_comments(inspect.getsource(module), found)
     return found
 

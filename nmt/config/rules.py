@@ -34,6 +34,7 @@ def check_together(config: Config, source: str) -> None:
             and model.rnn.attention == "none"):
         raise NMTError(f"{source}: search.coverage_penalty reads the attention, but "
                        f"model.rnn.attention = none; set search.coverage_penalty=0")
+    _check_student(config, source)
     if model.architecture == "transformer":
         _check_transformer(model.transformer, source)
     else:
@@ -69,3 +70,25 @@ def _check_transformer(transformer: TransformerConfig, source: str) -> None:
         raise NMTError(f"{source}: model.transformer.alignment_layer = {transformer.alignment_layer} "
                        f"names no layer of the {layers} decoder layers; use 0..{layers - 1} or -1 "
                        f"for the last")
+
+
+def _check_student(config: Config, source: str) -> None:
+    """distill.* and export.*: one way to distil, and an engine that can run the model."""
+    if config.distill.teacher and config.training.distill_from:
+        raise NMTError(f"{source}: distill.teacher (a teacher run) and training.distill_from "
+                       f"(teacher checkpoints) are both set; choose one")
+    if config.distill.teacher and config.model.direction == "reverse":
+        raise NMTError(f"{source}: distill.teacher gives English targets, but a "
+                       f"model.direction = reverse model writes Chinese; leave one of them out")
+    if config.export.engine == "none":
+        return
+    model, training = config.model, config.training
+    if model.architecture != "transformer" or model.target_order != "left_to_right":
+        raise NMTError(f"{source}: export.engine = {config.export.engine} runs Transformers that "
+                       f"write left to right; this run is model.architecture = "
+                       f"{model.architecture}, model.target_order = {model.target_order}")
+    if training.members > 1 or config.eval.ensemble or config.eval.rerank or (
+            training.channel_members and config.eval.channel_weight > 0):
+        raise NMTError(f"{source}: export.engine decodes one model alone; set training.members=1 "
+                       f"and leave eval.ensemble, eval.rerank and the channel members "
+                       f"(eval.channel_weight=0) out")

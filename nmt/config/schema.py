@@ -22,6 +22,7 @@ from nmt.config.clean_schema import CleanConfig
 from nmt.config.model_schema import (FAMILIES, ModelConfig, RNNConfig,  # noqa: F401
                                      TransformerConfig)
 from nmt.config.serve_schema import ServeConfig
+from nmt.config.student_schema import DistillConfig, ExportConfig
 from nmt.config.sources import Sources, TatoebaTsv
 
 Device = Literal["auto", "cpu", "cuda"]  # training.device's values: auto is CUDA when there is one
@@ -246,6 +247,8 @@ class Config:
     search: SearchConfig = field(default_factory=SearchConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
+    distill: DistillConfig = field(default_factory=DistillConfig)
+    export: ExportConfig = field(default_factory=ExportConfig)
 
     @property
     def run_dir(self) -> Path:
