@@ -58,7 +58,7 @@ def distilled_targets(config: Config, prepared: PreparedData,
     search = teacher_search(config)
     folder = prepared.dir / DISTILL_DIR / distill_hash(config, teachers, search)
     gold = read_lines(prepared.tokens("train", "en"))
-    if _is_current(folder, len(gold)):
+    if is_current(folder, len(gold)):
         log.info("distilled targets already in %s", folder / TARGETS)
         return folder / TARGETS
 
@@ -159,7 +159,7 @@ def _check_teacher(config: Config, prepared: PreparedData, paths: list[Path],
                            f"teacher must be trained on this run's prepared data")
 
 
-def _is_current(folder: Path, lines: int) -> bool:
+def is_current(folder: Path, lines: int) -> bool:
     """A finished cache folder whose files are what its manifest recorded."""
     manifest_path = folder / MANIFEST
     if not manifest_path.is_file():

@@ -20,6 +20,7 @@ from nmt.errors import NMTError
 from nmt.io import read_lines
 from nmt.runtime import keep_freed_memory, pick_device, set_threads
 from nmt.training.distill import distilled_targets
+from nmt.training.distill_run import run_distilled_targets
 from nmt.training.distributed import Distributed, device_for
 from nmt.training.examples import DevExamples
 from nmt.training.run_dir import claim_run_dir, record_command
@@ -60,7 +61,8 @@ def prepare_everywhere(config: Config, distributed: Distributed) -> PreparedData
 
 def distill_everywhere(config: Config, prepared: PreparedData, distributed: Distributed,
                        device: torch.device) -> Path | None:
-    """The teachers' translations of the training sources (training.distill_from), else None.
+    """The teachers' translations of the training sources (distill.teacher, a run, or
+    training.distill_from, checkpoints), else None.
 
     As prepare_everywhere: global rank 0 translates (on its device) while the others wait at
     the barrier, then the first rank of every other machine (a cache hit where the disk is
@@ -69,6 +71,8 @@ def distill_everywhere(config: Config, prepared: PreparedData, distributed: Dist
     nor the run, so the members of training.members share one translation. The wait is bounded
     by the process group's timeout (30 minutes): ample for Tatoeba, not for a corpus of
     millions."""
+    if config.distill.teacher:
+        return distributed.in_turn(lambda: run_distilled_targets(config, prepared, device))
     if not config.training.distill_from:
         return None
     return distributed.in_turn(lambda: distilled_targets(config, prepared, device))
@@ -99,10 +103,13 @@ def load_training_data(config: Config, prepared: PreparedData,
         train_examples = PairArrays(TokenArrays.open(prepared.dir / f"train.{src}"),
                                     TokenArrays.open(prepared.dir / f"train.{tgt}"),
                                     training.max_length, order, reverse)
-    else:
-        train_examples = in_target_order(load_examples(
-            prepared.tokens("train", "zh"), train_targets, src_vocab, tgt_vocab,
-            max_length=training.max_length), order)
+    else:  # the teacher's lines, after the references with distill.with_gold
+        targets = [train_targets]
+        if config.distill.teacher and config.distill.with_gold:
+            targets.insert(0, prepared.tokens("train", "en"))
+        train_examples = in_target_order([example for path in targets for example in load_examples(
+            prepared.tokens("train", "zh"), path, src_vocab, tgt_vocab,
+            max_length=training.max_length)], order)
     if not len(train_examples):
         raise NMTError(f"{prepared.dir}: no training pairs within training.max_length")
     dev = DevSet(
