@@ -6,6 +6,7 @@
 #   make setup TORCH="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"   # a GPU build
 
 CONFIG  ?= configs/tatoeba.yaml
+STUDENT ?= configs/tatoeba_student.yaml
 ARGS    ?=
 PYTHON  ?= python3
 TORCH   ?= torch==2.13.0
@@ -29,7 +30,7 @@ PY      := $(VENV)/bin/python
 CORPUS  := data/raw/cmn-eng/cmn.txt
 RUNS    := runs
 
-.PHONY: setup data prepare train tune eval translate serve align align-eval report compare docs tensorboard lint test test-fast bench clean help
+.PHONY: setup data prepare train student tune eval translate serve align align-eval report compare docs tensorboard lint test test-fast bench clean help
 
 help: ## every target, one line each
 	@sed -n '1,6p' Makefile
@@ -39,7 +40,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(TORCH)
-	$(PY) -m pip install --quiet -e '.[test,align,serve]'
+	$(PY) -m pip install --quiet -e '.[test,align,serve,engine]'
 	touch $@
 
 setup: $(VENV)/.installed ## create .venv and install PyTorch (the TORCH variable) and this package
@@ -66,6 +67,13 @@ endif
 
 train: prepare ## set up, get the data, prepare it and train CONFIG (default: the best recipe, 30 min)
 	$(TRAIN_CMD) $(CONFIG) $(ARGS)
+
+# The default run (CONFIG) distilled into one small Transformer (STUDENT): trained on the
+# teacher's translations of the training sources, exported for CTranslate2 in int8 and scored on
+# the test split. Then `make eval|translate|serve CONFIG=$(STUDENT)` decode with the engine.
+student: train ## distil the trained default into a small Transformer on CTranslate2, then score it
+	$(PY) scripts/train.py $(STUDENT) $(ARGS)
+	$(PY) scripts/evaluate.py $(STUDENT) $(ARGS)
 
 # Training resumes or, when the run has finished, returns at once: eval always scores a trained model.
 eval: train ## score CONFIG's run on its test split: BLEU ± 95%, chrF, length (train first if needed)

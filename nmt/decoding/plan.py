@@ -74,6 +74,9 @@ class DecodingPlan:
     # The decoding choices that differ from the run's own (its saved config's): tuned values and
     # overrides, as ("search.length_penalty", 1.4) pairs; a hash of them ends the label.
     settings: tuple[tuple[str, Any], ...] = ()
+    # The export folder an inference engine decodes instead of PyTorch (export.engine,
+    # nmt/export/folder.py); None: the checkpoints themselves
+    engine: Path | None = None
 
     @property
     def channel(self) -> RescoringModel | None:
@@ -103,10 +106,15 @@ def plan_for(config: Config, overrides: Sequence[str] = (), checkpoints: Checkpo
     settings = decoding_differences(own, config)
     if label is None:
         label = rescored_label(chosen.label) if rescoring else chosen.label
-        label = settings_label(label, settings)
-    device = pick_device(config.training.device)
+        label = settings_label(engine_label(label, config), settings)
+    engine = None
+    if config.export.engine != "none":  # written once, as an average (nmt/export/folder.py)
+        from nmt.export.folder import export_once
+        engine = export_once(config, chosen.paths[0])
+    device = pick_device("cpu" if engine else config.training.device)
     return DecodingPlan(config, tuple(chosen.paths), label, rescoring,
-                        resolved_search(config.search, device), device.type, tuned_file, settings)
+                        resolved_search(config.search, device), device.type, tuned_file, settings,
+                        engine)
 
 
 def _own_config(config: Config) -> Config:
@@ -139,6 +147,14 @@ def settings_label(label: str | None, settings: tuple[tuple[str, Any], ...]) -> 
     return f"settings-{digest}" if label is None else f"{label}.settings-{digest}"
 
 
+def engine_label(label: str | None, config: Config) -> str | None:
+    """results.<label>.ctranslate2-int8.json for a run decoded by an engine (export.engine)."""
+    if config.export.engine == "none":
+        return label
+    engine = f"{config.export.engine}-{config.export.quantization}"
+    return engine if label is None else f"{label}.{engine}"
+
+
 def rescored_label(label: str | None) -> str:
     """results.rerank.json for the run's own model, results.<label>.rerank.json for others."""
     return "rerank" if label is None else f"{label}.rerank"
@@ -152,7 +168,7 @@ def planned_label(config: Config, tuned: bool = False) -> str | None:
     label = (f"ensemble.{averaged}" if averaged else "ensemble") if config.training.members > 1 \
         else averaged
     rescored = config.eval.rerank or (config.training.channel_members and config.eval.channel_weight > 0)
-    label = rescored_label(label) if rescored else label
+    label = engine_label(rescored_label(label) if rescored else label, config)
     if tuned and tuned_path(config).is_file():
         label = settings_label(label, decoding_differences(config, with_tuned_search(config)))
     return label
@@ -173,6 +189,8 @@ def run_plan(run_dir: str | Path, device: Device = "auto") -> DecodingPlan:
     """The plan of a trained run folder (runs/<name>/, with the config.yaml training saved
     there), even when the folder has moved; `device`: auto, cpu or cuda."""
     run_dir = Path(run_dir)
+    if (run_dir / "export.json").is_file():  # an export folder, maybe on another machine
+        return export_plan(run_dir)
     saved = run_dir / "config.yaml"
     if not saved.is_file():
         raise NMTError(f"{run_dir}: not a run folder (no config.yaml); train one with "
@@ -181,6 +199,18 @@ def run_plan(run_dir: str | Path, device: Device = "auto") -> DecodingPlan:
     return plan_for(dataclasses.replace(
         config, runs_dir=str(run_dir.parent), name=run_dir.name,
         training=dataclasses.replace(config.training, device=device)))
+
+
+def export_plan(folder: Path) -> DecodingPlan:
+    """The plan of an export folder alone (nmt/export/folder.py): its engine, on the CPU, with
+    the search settings of the config saved in it; no checkpoint needed."""
+    from nmt.export.folder import load_export
+
+    export = load_export(folder)
+    config = export.config
+    label = engine_label(None, config)
+    return DecodingPlan(config, (Path(export.manifest.get("checkpoint", "")),), label, (),
+                        resolved_search(config.search, torch.device("cpu")), "cpu", engine=folder)
 
 
 def checkpoints_plan(config: Config, checkpoints: Sequence[Path], search: SearchConfig | None,

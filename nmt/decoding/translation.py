@@ -51,7 +51,7 @@ class Translation:
 class TargetSide:
     """Hypotheses (ids) → Translations (words and text), for one model and its vocabularies."""
 
-    model: TranslationModel
+    model: TranslationModel | None  # None: an inference engine searched (its heads averaged)
     src_vocab: Vocab
     tgt_vocab: Vocab
     detokenizer: EnglishTokenizer  # Moses detokenization
@@ -76,8 +76,8 @@ class TargetSide:
         best_tokens, best_text = outputs[0]
         attention = hyps[0].attention if self.keep_attention else None
         source_ids = self.src_vocab.encode(src_tokens)
-        heads = None if attention is None or not self.several_heads else alignment_heads(
-            self.model, source_ids, hyps[0].tokens, len(attention), self.device)
+        heads = None if attention is None or self.model is None or not self.several_heads \
+            else alignment_heads(self.model, source_ids, hyps[0].tokens, len(attention), self.device)
         if self.subword:  # what users see is whole words
             if heads is not None:
                 heads = np.stack([merge_attention(head, best_tokens, src_tokens) for head in heads])
@@ -90,8 +90,8 @@ class TargetSide:
         """Every decoder layer's every head over the source, rows and columns as in
         `translation.attention`: (layers, heads, T, S); None for a model with one attention
         (the recurrent one) or a translation without attention."""
-        if translation.attention is None or not self.several_heads:
-            return None  # one attention: the heatmap shows it already
+        if translation.attention is None or self.model is None or not self.several_heads:
+            return None  # one attention (or an engine's average): the heatmap shows it already
         src, tgt = translation.source_ids, translation.target_ids
         rows = len(translation.attention) if not self.subword else len(tgt) + 1
         layers = attention_layers(self.model, src, tgt, rows, self.device)  # (L, H, T', S')
@@ -105,4 +105,4 @@ class TargetSide:
     def several_heads(self) -> bool:
         """Whether the model attends with more than one head or layer (a Transformer): only then
         is a teacher-forced pass for every head worth its cost."""
-        return self.model.attention_grid != (1, 1)
+        return self.model is not None and self.model.attention_grid != (1, 1)

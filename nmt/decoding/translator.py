@@ -16,7 +16,8 @@ Every constructor goes through a decoding plan (nmt/decoding/plan.py), so a Tran
 run exactly as `make eval` does: `from_run(run_dir)`, `from_config(config)` and
 `from_plan(plan)` decode the run's plan (its tuned search and rescoring models included);
 `from_checkpoint(path)` / `from_checkpoints(paths)` decode files alone, and `from_model` a model
-in memory, with the search given.
+in memory, with the search given. A plan with an inference engine (export.engine) gives an
+EngineTranslator: the same text in and out, searched by the engine from the export folder alone.
 Word alignment with a Translator's models lives in nmt/align/translated.py.
 """
 
@@ -42,9 +43,10 @@ from nmt.decoding.rerank import Reranker
 from nmt.decoding.translate import decode_ids
 from nmt.decoding.translation import TargetSide, Translation
 from nmt.errors import NMTError
+from nmt.export.folder import load_export
 from nmt.model import MAX_SOURCE_TOKENS, TranslationModel, has_alignment
 
-__all__ = ["Translation", "Translator"]
+__all__ = ["EngineTranslator", "Translation", "Translator"]
 
 log = logging.getLogger(__name__)
 
@@ -68,22 +70,28 @@ class Translator:
         self.plan, self.model, self.config = plan, loaded.model, config
         self.src_vocab, self.tgt_vocab, self.device = loaded.src_vocab, loaded.tgt_vocab, loaded.device
         self.search, self.keep_attention = plan.search, keep_attention
-        self.segmenter: ChineseSegmenter | SubwordSegmenter
-        self.segmenter, self.detokenizer = make_tokenizers(config.data)
-        self.subword = config.data.subword != "none"
-        self.subwords = models_for(config, loaded.subwords) if self.subword else None
-        if self.subwords is not None:
-            self.segmenter = SubwordSegmenter(self.segmenter, Subwords(self.subwords["zh"]))
+        self._read_and_write_text(config, loaded.subwords)
         self.run_name = plan.config.name  # the run it decodes for; from_run: the folder's name
         self.progress, self.checkpoints = loaded.progress, loaded.paths  # the first's progress
         self.checkpoint: Path | None = loaded.paths[0]
         # the plan's rescoring models (nmt/decoding/rerank.py): they choose among the whole beam
         self.reranker = Reranker.load(plan.rescoring, self) if plan.rescoring else None
 
+    def _read_and_write_text(self, config: Config, subwords: dict[str, bytes] | None) -> None:
+        """The segmentation of raw lines and the detokenization of outputs, as in training."""
+        self.segmenter: ChineseSegmenter | SubwordSegmenter
+        self.segmenter, self.detokenizer = make_tokenizers(config.data)
+        self.subword = config.data.subword != "none"
+        self.subwords = models_for(config, subwords) if self.subword else None
+        if self.subwords is not None:
+            self.segmenter = SubwordSegmenter(self.segmenter, Subwords(self.subwords["zh"]))
+
     @classmethod
     def from_plan(cls, plan: DecodingPlan, keep_attention: bool = True) -> Translator:
-        """The models of `plan`, loaded on its device; a missing, corrupt or incompatible
-        checkpoint is an NMTError."""
+        """The models of `plan`, loaded on its device (or its export folder, in its inference
+        engine); a missing, corrupt or incompatible checkpoint is an NMTError."""
+        if plan.engine is not None:
+            return EngineTranslator(plan, keep_attention)
         return cls(load_chosen(plan.checkpoints, plan.device, plan.config.model.architecture),
                    plan, keep_attention)
 
@@ -183,3 +191,61 @@ class Translator:
     @property
     def architecture(self) -> str:
         return self.config.model.architecture
+
+    @property
+    def answered_by(self) -> str:
+        """What translates: "PyTorch 2.13.0: average_best5.pt, ..." (rescorers after a +)."""
+        rescoring = [m.path.name for m in self.plan.rescoring]
+        return (f"PyTorch {torch.__version__.split('+')[0]}: "
+                f"{', '.join(p.name for p in self.checkpoints)}"
+                + (f" + {', '.join(rescoring)} rescoring" if rescoring else ""))
+
+
+NO_MODEL = ("word alignment (make align) and every head's attention need the PyTorch model, "
+            "but this run decodes with its {engine} export; use its checkpoints with "
+            "export.engine=none for that")
+
+
+class EngineTranslator(Translator):
+    """Raw Chinese lines → Translations, searched by the inference engine of an export folder
+    (export.engine, nmt/export/folder.py) with no training checkpoint: what Translator.from_plan
+    gives for a plan with an engine. There is no PyTorch model to teacher-force, so word
+    alignment and every head's attention say so; the attention it shows is the engine's, the
+    alignment layer's heads averaged."""
+
+    def __init__(self, plan: DecodingPlan, keep_attention: bool = True):
+        assert plan.engine is not None  # from_plan sends only engine plans here
+        export = load_export(plan.engine)
+        self.plan, self.config, self.search = plan, export.config, plan.search
+        self.src_vocab, self.tgt_vocab = export.src_vocab, export.tgt_vocab
+        self.device, self.keep_attention = torch.device("cpu"), keep_attention
+        self._read_and_write_text(export.config, export.subwords)
+        self.run_name = plan.config.name
+        self.progress = {"step": export.manifest.get("step", 0)}
+        self.checkpoints, self.checkpoint = list(plan.checkpoints), None
+        self.reranker = None
+        self.export = export
+        from nmt.decoding.engine_search import EngineSearch  # the engine's package: only here
+
+        self.engine = EngineSearch(export.engine_dir)
+
+    @property
+    def model(self) -> TranslationModel:  # type: ignore[override]  # missing here: say so
+        raise NMTError(NO_MODEL.format(engine=self.export.manifest.get("engine")))
+
+    def decode(self, src_ids: list[list[int]], search: SearchConfig | None = None,
+               progress: Callable[[int], None] | None = None) -> list[list[Hypothesis]]:
+        """The engine's search: each sentence's n-best hypotheses, in input order."""
+        search = search or self.search
+        return self.engine.search(src_ids, search, self.src_vocab, self.tgt_vocab,
+                                  self.keep_attention or search.replace_unk, progress)
+
+    def target_side(self, search: SearchConfig | None = None) -> TargetSide:
+        return TargetSide(None, self.src_vocab, self.tgt_vocab, self.detokenizer, self.subword,
+                          (search or self.search).replace_unk, self.keep_attention, self.device)
+
+    @property
+    def answered_by(self) -> str:
+        """What answered: "ctranslate2 4.8.5, int8"."""
+        manifest = self.export.manifest
+        return f"{manifest.get('engine')} {manifest.get('engine_version')}, {manifest.get('quantization')}"

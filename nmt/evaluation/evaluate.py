@@ -132,7 +132,9 @@ def run_facts(plan: DecodingPlan, translator: Translator, sentences: int, second
         "device": str(translator.device),
         # where the speed was measured: a figure means little without the machine
         "cpu": cpu_model(), "threads": torch.get_num_threads(),
-        "dtype": "bfloat16" if plan.search.bf16 else "float32",
+        "dtype": plan.config.export.quantization if plan.engine
+        else "bfloat16" if plan.search.bf16 else "float32",
+        "model": translator.answered_by,  # PyTorch and its checkpoints, or the engine
         **reranked,
     }
 

@@ -151,8 +151,8 @@ def translate(registry: RunRegistry, lines: list[str], beam: int, nbest: int, ru
     results = batcher.translate(lines, beam, nbest)
     both: Sequence[set[Link] | None] = bidirectional_links(translator, results) or [None] * len(results)
     answers = [describe(translator, result, links) for result, links in zip(results, both)]
-    return {"run": translator.run_name, "architecture": translator.architecture, "lines": answers,
-            "warnings": warnings}
+    return {"run": translator.run_name, "architecture": translator.architecture,
+            "model": translator.answered_by, "lines": answers, "warnings": warnings}
 
 
 def bidirectional_links(translator: Translator, results: list[Translation]
@@ -161,8 +161,8 @@ def bidirectional_links(translator: Translator, results: list[Translation]
     (nmt/align/translated.py: the forward model and the reverse one, teacher-forced on the
     translation), moved from characters and Moses tokens onto the words the page shows; else
     None."""
-    if not isinstance(aligner_of(translator), BidirectionalAligner):
-        return None
+    if translator.reranker is None or not isinstance(aligner_of(translator), BidirectionalAligner):
+        return None  # no channel model (an engine's student has none either)
     lines = [f"{join_units(r.src_tokens)}\t{r.text}" for r in results]
     pairs = parse_pairs(lines, "the page's translations")
     found = align_lines(translator, [p.src_text for p in pairs], [p.tgt_text for p in pairs])

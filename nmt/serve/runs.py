@@ -14,6 +14,7 @@ from nmt.config.schema import Device
 from nmt.config.serve_schema import ServeConfig
 from nmt.decoding.plan import DecodingPlan, run_plan
 from nmt.decoding.translator import Translator
+from nmt.export.folder import is_export_folder
 from nmt.errors import NMTError
 from nmt.serve.batcher import Batcher, Overloaded
 
@@ -47,8 +48,10 @@ class RunRegistry:
         return sorted(run.name for run in self.runs_dir.iterdir() if self._trained(run))
 
     def _trained(self, run: Path) -> bool:
+        """A run folder with a checkpoint, or an export folder (nmt/export/folder.py)."""
         checkpoints = run / "checkpoints"
-        return (run / "config.yaml").is_file() and checkpoints.is_dir() and any(checkpoints.glob("*.pt"))
+        return ((run / "config.yaml").is_file() and checkpoints.is_dir()
+                and any(checkpoints.glob("*.pt"))) or is_export_folder(run)
 
     def require(self, name: str) -> None:
         """UnknownRun (404) unless `name` is a trained run under runs/."""
@@ -83,7 +86,8 @@ class RunRegistry:
             translator = Translator.from_plan(plan.with_search(workers=1))
             # Decoding restores the mode it found, so eval stays eval and no request ever sees
             # dropout switched on.
-            translator.model.eval()
+            if plan.engine is None:  # an engine's export has no PyTorch model
+                translator.model.eval()
             self._loaded[name] = Batcher(translator, self.limits)
 
     def load_in_background(self) -> None:

@@ -61,6 +61,8 @@ class LineResult(BaseModel):
                     "source; null for a model with one attention")
 
 
+MODEL = ("what answered: PyTorch and the checkpoint files, or the inference engine of the run's "
+         "export (e.g. ctranslate2 4.8.5, int8)")
 WARNINGS = "what was asked but could not be done as asked (e.g. an n-best over the beam)"
 
 
@@ -69,6 +71,7 @@ class BatchResult(BaseModel):
 
     run: str
     architecture: str = Field(description="the model family: rnn or transformer")
+    model: str = Field(description=MODEL)
     lines: list[LineResult]
     warnings: list[str] = Field(default_factory=list, description=WARNINGS)
 
@@ -79,6 +82,7 @@ class TextResult(LineResult):
 
     run: str
     architecture: str = Field(description="the model family: rnn or transformer")
+    model: str = Field(description=MODEL)
     lines: list[LineResult]
     warnings: list[str] = Field(default_factory=list, description=WARNINGS)
 

@@ -41,7 +41,7 @@ async function translate(event) {
     $("status").textContent = answer.error || `the server answered ${response.status}`;  // every error is {"error": ...}
     return;
   }
-  $("status").textContent = `${answer.run} (${answer.architecture})`;
+  $("status").textContent = `${answer.run} (${answer.architecture}) · ${answer.model}`;
   $("results").replaceChildren(...answer.lines.map(drawLine));
 }
 

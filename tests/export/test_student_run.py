@@ -1,0 +1,106 @@
+"""A run with export.engine decodes with its engine through every way in: the plan writes the
+export folder once, make eval, scripts/translate.py, the web API and Translator.from_run use it,
+the folder alone loads in a fresh process, and a broken folder is an error that says why."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+from fastapi.testclient import TestClient
+from random_checkpoint import write_random_members
+
+from helpers import REPO
+from nmt.config.loader import load_config
+from nmt.data.prepare import prepare
+from nmt.decoding.plan import plan_for
+from nmt.decoding.translator import Translator
+from nmt.errors import NMTError
+from nmt.evaluation.evaluate import evaluate
+from nmt.export.folder import MANIFEST, export_dir
+from nmt.decoding.translator import EngineTranslator
+from nmt.serve.app import create_app
+from nmt.serve.runs import RunRegistry
+
+LINES = ["汤姆喜欢猫。", "", "我们明天去公园吧。"]
+
+
+@pytest.fixture
+def student(tmp_path, tiny_corpus):
+    """A smoke Transformer run (random weights) that decodes with CTranslate2 in int8."""
+    config = load_config(REPO / "configs" / "smoke_transformer.yaml", [
+        f"data.corpus={tiny_corpus}", f"data.prepared_dir={tmp_path / 'prepared'}",
+        f"runs_dir={tmp_path / 'runs'}", "training.device=cpu", "export.engine=ctranslate2"])
+    prepare(config)
+    write_random_members(config)
+    return config
+
+
+def test_the_plan_exports_once_and_every_way_in_decodes_with_the_engine(student):
+    plan = plan_for(student)
+    assert plan.engine == export_dir(student) and plan.label == "ctranslate2-int8"
+    written = (plan.engine / MANIFEST).stat().st_mtime_ns
+    assert plan_for(student).engine == plan.engine
+    assert (plan.engine / MANIFEST).stat().st_mtime_ns == written, "written once"
+
+    from_config = Translator.from_config(student).translate(LINES)
+    from_run = Translator.from_run(student.run_dir).translate(LINES)
+    from_folder = Translator.from_run(plan.engine).translate(LINES)
+    assert isinstance(Translator.from_run(plan.engine), EngineTranslator)
+    assert [t.text for t in from_config] == [t.text for t in from_run] == [t.text for t in from_folder]
+    assert from_config[1].text == "" and from_config[0].attention is not None
+
+    results = evaluate(plan)
+    assert results["model"].startswith("ctranslate2") and results["dtype"] == "int8"
+    assert (student.run_dir / "results.ctranslate2-int8.json").is_file()
+
+
+def test_the_folder_alone_translates_in_a_fresh_process(student, tmp_path):
+    folder = plan_for(student).engine
+    copy = shutil.copytree(folder, tmp_path / "elsewhere" / "student")
+    expected = [t.text for t in Translator.from_run(copy).translate(LINES)]
+    shutil.rmtree(student.run_dir)  # no checkpoint, no run, no prepared data left
+    shutil.rmtree(student.data.prepared_dir)
+    code = ("import json, sys; from nmt import Translator; "
+            "print(json.dumps([t.text for t in Translator.from_run(sys.argv[1]).translate("
+            f"{LINES!r})]))")
+    found = subprocess.run([sys.executable, "-c", code, str(copy)], capture_output=True, text=True,
+                           cwd=tmp_path, check=True)
+    assert json.loads(found.stdout.strip().splitlines()[-1]) == expected
+
+
+def test_a_broken_or_foreign_folder_says_what_is_wrong(student):
+    folder = plan_for(student).engine
+    manifest = json.loads((folder / MANIFEST).read_text())
+    (folder / MANIFEST).write_text(json.dumps({**manifest, "format": 99}))
+    with pytest.raises(NMTError, match="export format 99"):
+        Translator.from_run(folder)
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+    (folder / "engine" / "model.bin").unlink()
+    with pytest.raises(NMTError, match="model.bin is missing"):
+        Translator.from_run(folder)
+    (folder / MANIFEST).write_text("{not json")
+    with pytest.raises(NMTError, match="export.json is damaged"):
+        Translator.from_run(folder)
+
+
+def test_the_web_api_says_the_engine_answered_and_alignment_says_why_not(student):
+    registry = RunRegistry(student.runs_dir, student.name, device="cpu",
+                           default_plan=plan_for(student))
+    with TestClient(create_app(registry)) as client:
+        body = client.get("/api/translate", params={"text": LINES[0]}).json()
+    assert body["model"].startswith("ctranslate2") and "int8" in body["model"]
+    assert body["attention"] and len(body["attention"]) == len(body["target_tokens"])
+    translator = Translator.from_config(student)
+    from nmt.align.translated import align_lines
+    with pytest.raises(NMTError, match="word alignment .* PyTorch model"):
+        align_lines(translator, ["汤姆喜欢猫。"], ["Tom likes cats ."])
+
+
+def test_a_recurrent_run_cannot_name_the_engine(tiny_corpus):
+    with pytest.raises(NMTError, match="export.engine = ctranslate2 runs Transformers"):
+        load_config(REPO / "configs" / "smoke.yaml", [
+            f"data.corpus={tiny_corpus}", "export.engine=ctranslate2"])
