@@ -1,15 +1,31 @@
 """The web API's speed: a bounded load test of `make serve` on the loopback address only.
 
     python bench/bench_serve.py configs/tatoeba.yaml [overrides] [--requests 200] [--clients 8]
+    python bench/bench_serve.py configs/tatoeba_student.yaml --record   # runs/<name>/serving.<label>.json
 
-Starts the app (nmt/serve/app.py) on a free port of 127.0.0.1 with the config's run, waits until
-it has loaded the model, then sends single-sentence translate requests (dev sentences of the
+Starts the app (nmt/serve/app.py) on a free port of 127.0.0.1 with the config's run, decoded as
+`make serve` decodes it (the config and overrides given: nmt/decoding/plan.py), on the CPU; waits
+until it has loaded the model, then sends single-sentence translate requests (dev sentences of the
 prepared data, or a fixed list without it): first one at a time (the median latency), then from
-`--clients` threads at once (requests/s). It sends exactly `--requests` requests in each phase
-and stops by itself. Then, where Chromium and Playwright are installed, the page itself: how
-long after it is ready (loaded, runs listed) a click on Translate takes to show the translation.
+`--clients` threads at once (requests/s: the requests answered with 200 per second; the others
+are counted as failed). It sends exactly `--requests` requests in each phase and stops by itself.
+Then, where Chromium and Playwright are installed, the page itself: how long after it is ready
+(loaded, runs listed) a click on Translate takes to show the translation.
 Targets (issue 22): ≤ 50 ms median, ≥ 50 requests/s with 8 clients, the page's first
 translation ≤ 1 s after ready. Prints figures with the machine; asserts nothing.
+
+Size and memory. `disk MB`: the files the plan decodes with, as they lie on disk (an engine's
+whole export folder; else its checkpoints and rescoring models: a best.pt or last.pt also holds
+what only resuming training needs, an average does not). Memory is this process's, in MB (2^20
+bytes): the server runs in it, in a thread, so it is the server (Python, torch, the models,
+uvicorn) plus a small httpx client and its threads, a few MB of the figure. `loaded`: VmRSS once
+the model is loaded and the server listens, before any request; `peak`: VmHWM after the load
+test, the most the process ever held (loading included, as in `make serve`'s process).
+
+`--record` also writes these figures to runs/<name>/serving.<label>.json, the label of the
+plan's results file (results.<label>.json; "best" for the run's own results.json), where
+`make docs` puts them beside the BLEU and the `make eval` speed of that row (docs/results.md,
+table "Serving").
 """
 
 from nmt.cli import sleep_while_waiting
@@ -17,6 +33,7 @@ from nmt.cli import sleep_while_waiting
 sleep_while_waiting()  # before anything imports torch
 
 import argparse
+import dataclasses
 import logging
 import os
 import shutil
@@ -25,6 +42,7 @@ import statistics
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import torch
@@ -33,8 +51,9 @@ import uvicorn
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
 from nmt.data.prepare import load_prepared
+from nmt.decoding.plan import DecodingPlan, plan_for
 from nmt.errors import NMTError
-from nmt.io import read_lines
+from nmt.io import atomic_write_json, read_lines
 from nmt.runtime import cpu_model, set_threads
 from nmt.serve.app import create_app
 from nmt.serve.runs import RunRegistry
@@ -44,6 +63,7 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 FALLBACK = ["汤姆喜欢猫。", "我们明天去公园吧。", "你会说中文吗？", "这本书很有意思。"]
+MB = 2 ** 20
 
 
 def sentences(config) -> list[str]:
@@ -51,6 +71,36 @@ def sentences(config) -> list[str]:
         return read_lines(load_prepared(config).text("dev", "zh"))[:200]
     except NMTError:
         return FALLBACK
+
+
+def status_mb(field: str, status: Path = Path("/proc/self/status")) -> float | None:
+    """A memory figure of this process in MB: "VmRSS" (resident now) or "VmHWM" (its peak);
+    None where /proc does not say (not Linux)."""
+    try:
+        lines = status.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if line.startswith(f"{field}:"):
+            return round(int(line.split()[1]) / 1024, 1)  # kB
+    return None
+
+
+def disk_mb(plan: DecodingPlan) -> float:
+    """The size on disk, in MB, of what `plan` decodes with: its engine's export folder (every
+    file in it), else its checkpoints and its rescoring models, each file once."""
+    if plan.engine is not None:
+        files = [path for path in Path(plan.engine).rglob("*") if path.is_file()]
+    else:
+        files = list(dict.fromkeys([*plan.checkpoints, *(model.path for model in plan.rescoring)]))
+    return sum(Path(path).stat().st_size for path in files) / MB
+
+
+def decoder(plan: DecodingPlan) -> str:
+    """What decodes: the engine and its quantization, or PyTorch and its dtype."""
+    if plan.engine is not None:
+        return f"{plan.config.export.engine} {plan.config.export.quantization} ({plan.engine.name})"
+    return f"PyTorch {'bfloat16' if plan.search.bf16 else 'float32'}"
 
 
 def start_server(registry: RunRegistry) -> tuple[uvicorn.Server, str]:
@@ -90,44 +140,89 @@ def page_seconds(url: str, text: str) -> tuple[float, float] | None:
             browser.close()
 
 
-def main(args: argparse.Namespace) -> None:
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
-    config = load_config(args.config, args.overrides)
-    threads = set_threads(config.training.threads)
-    registry = RunRegistry(config.runs_dir, config.name, device="cpu")
-    started = time.perf_counter()
-    registry.get()
-    loaded = time.perf_counter() - started
-    server, url = start_server(registry)
-    texts = sentences(config)
+def load_test(url: str, texts: list[str], args: argparse.Namespace) -> dict:
+    """One request at a time (a failure stops the bench: the server is broken), then from
+    `args.clients` threads at once, counting the requests that raised or were not answered 200."""
     with httpx.Client(base_url=url, timeout=60) as client:
         def ask(i: int) -> float:
             start = time.perf_counter()
             answer = client.get("/api/translate", params={"text": texts[i % len(texts)],
                                                           "beam": args.beam})
-            answer.raise_for_status()
+            if answer.status_code != 200:
+                raise NMTError(f"request {i}: status {answer.status_code}: {answer.text[:200]}")
             return time.perf_counter() - start
+
+        def answered(i: int) -> bool:
+            try:
+                ask(i)
+            except Exception:  # noqa: BLE001 (any failure of a request counts as one)
+                return False
+            return True
 
         ask(0)  # warm-up
         latencies = [ask(i) for i in range(args.requests)]
         start = time.perf_counter()
         with ThreadPoolExecutor(args.clients) as pool:
-            list(pool.map(ask, range(args.requests)))
-        concurrent = time.perf_counter() - start
+            ok = sum(pool.map(answered, range(args.requests)))
+        seconds = time.perf_counter() - start
+    return {"requests_per_second": round(ok / seconds, 2), "clients": args.clients,
+            "requests": args.requests, "failed": args.requests - ok, "seconds": round(seconds, 2),
+            "median_ms": round(1000 * statistics.median(latencies), 2),
+            "p90_ms": round(1000 * statistics.quantiles(latencies, n=10)[-1], 2)}
+
+
+def load(config, overrides: list[str]) -> tuple[RunRegistry, DecodingPlan, float]:
+    """The registry with the run loaded as `make serve` decodes it (on the CPU), its plan, and
+    the seconds loading took."""
+    config = dataclasses.replace(config, training=dataclasses.replace(config.training, device="cpu"))
+    started = time.perf_counter()
+    trained = (config.run_dir / "config.yaml").is_file()  # else: the registry says what is missing
+    registry = RunRegistry(config.runs_dir, config.name, device="cpu",
+                           default_plan=plan_for(config, overrides) if trained else None)
+    plan = registry.get().translator.plan  # never .model: an engine's translator has none
+    return registry, plan, time.perf_counter() - started
+
+
+def print_figures(figures: dict, args: argparse.Namespace, texts: list[str], loaded: float) -> None:
+    print(f"machine   {figures['machine']}, {figures['threads']} torch threads, "
+          f"torch {torch.__version__}, {figures['decoder']}")
+    print(f"model     runs/{figures['run']} ({figures['label']}) loaded in {loaded:.1f} s; "
+          f"beam {args.beam}, {len(texts)} distinct sentences")
+    print(f"one at a time   median {figures['median_ms']:.1f} ms, p90 {figures['p90_ms']:.1f} ms "
+          f"over {args.requests} requests")
+    print(f"{args.clients} clients       {figures['requests_per_second']:.1f} requests/s "
+          f"({args.requests} requests in {figures['seconds']:.1f} s, {figures['failed']} failed)")
+    memory = " ".join(f"{name} {'-' if value is None else f'{value:.0f} MB'}" for name, value in
+                      (("loaded", figures["rss_mb_loaded"]), ("peak", figures["rss_mb_peak"])))
+    print(f"size            {figures['disk_mb']:.1f} MB on disk; memory (server + client) {memory}")
+
+
+def main(args: argparse.Namespace) -> None:
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
+    config = load_config(args.config, args.overrides)
+    threads = set_threads(config.training.threads)
+    registry, plan, loaded = load(config, args.overrides)
+    server, url = start_server(registry)
+    rss_loaded = status_mb("VmRSS")
+    texts = sentences(config)
+    measured = load_test(url, texts, args)
+    rss_peak = status_mb("VmHWM")  # after the load test, before the page's (other processes)
+    figures = {"run": config.name, "label": plan.label or "best", "machine": cpu_model(),
+               "threads": threads, "decoder": decoder(plan), "beam": args.beam, **measured,
+               "rss_mb_loaded": rss_loaded, "rss_mb_peak": rss_peak,
+               "disk_mb": round(disk_mb(plan), 2)}
     page = page_seconds(url, texts[0])
     server.should_exit = True
-    print(f"machine   {cpu_model()}, {threads} torch threads, torch {torch.__version__}, float32")
-    print(f"model     runs/{config.name} loaded in {loaded:.1f} s; beam {args.beam}, "
-          f"{len(texts)} distinct sentences")
-    print(f"one at a time   median {1000 * statistics.median(latencies):.1f} ms, "
-          f"p90 {1000 * statistics.quantiles(latencies, n=10)[-1]:.1f} ms over {args.requests} requests")
-    print(f"{args.clients} clients       {args.requests / concurrent:.1f} requests/s "
-          f"({args.requests} requests in {concurrent:.1f} s)")
+    print_figures(figures, args, texts, loaded)
     if page is None:
         print("page            not measured: no Chromium or Playwright here")
     else:
         print(f"page            loaded in {1000 * page[0]:.0f} ms; "
               f"first translation {1000 * page[1]:.0f} ms after ready")
+    if args.record:
+        path = config.run_dir / f"serving.{figures['label']}.json"
+        atomic_write_json(path, figures)
+        print(f"recorded        {path}")
 
 
 if __name__ == "__main__":
@@ -137,4 +232,7 @@ if __name__ == "__main__":
     parser.add_argument("--requests", type=int, default=200, help="requests per phase (default 200)")
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients (default 8)")
     parser.add_argument("--beam", type=int, default=5, help="beam size of each request (default 5)")
+    parser.add_argument("--record", action="store_true",
+                        help="also write the figures to runs/<name>/serving.<label>.json "
+                             "(make docs shows them in docs/results.md's Serving table)")
     run_cli(main, parser)

@@ -1,5 +1,6 @@
 """The report's rows beside a run's own (nmt/evaluation/report.py): one per results.<label>.json,
-for an average of checkpoints, an ensemble or another checkpoint. An ensemble's row counts the
+for an average of checkpoints, an ensemble or another checkpoint, with the serving figures of
+serving.<label>.json where bench/bench_serve.py --record wrote one. An ensemble's row counts the
 parameters of all its members and the training time of all the runs they come from (looked up by
 run name under the same runs/ folder): their CPU time summed, and their wall-clock time as the
 span they cover together, so that runs trained side by side count their minutes once
@@ -14,7 +15,7 @@ from typing import Any
 
 from nmt.evaluation.report_table import COLUMNS
 from nmt.evaluation.run_files import read_json
-from nmt.evaluation.run_row import add_scores
+from nmt.evaluation.run_row import add_scores, add_serving
 
 
 def labelled_rows(run: Path, own: dict, by_name: dict[str, dict]) -> list[dict]:
@@ -24,7 +25,8 @@ def labelled_rows(run: Path, own: dict, by_name: dict[str, dict]) -> list[dict]:
         results = read_json(path)
         if results is None:
             continue
-        label = results.get("label") or path.name[len("results."):-len(".json")]
+        named = path.name[len("results."):-len(".json")]  # serving.<named>.json: its serving
+        label = results.get("label") or named
         row = {key: own.get(key) for key, _ in COLUMNS
                if key not in ("dev_bleu", "aer", "aer_posterior")}
         row |= {"name": f"{own['name']} ({label})", "run": own["name"], "machine": own.get("machine"),
@@ -39,6 +41,7 @@ def labelled_rows(run: Path, own: dict, by_name: dict[str, dict]) -> list[dict]:
             _add_ensemble_training(row, [by_name.get(run_name(Path(m).parent.parent))
                                          for m in members])
         add_scores(row, results)
+        add_serving(row, read_json(run / f"serving.{named}.json"))
         rows.append(row)
     return rows
 

@@ -2,12 +2,15 @@
 write the results tables on any machine, including one whose runs/ is empty.
 
 One JSON object a line, one per (machine, row name), with the columns of `make report`
-(nmt/evaluation/report.py) and three more:
+(nmt/evaluation/report.py) and more:
 - `source`: where the figures come from (`runs/<run>` for a run folder `make docs` read);
 - `recipe`: set on the row that `make train && make eval` gives for a config file as it is
   (the README's table lists these rows);
 - `alignment`: the AER, in points, of every extraction alignment.json holds ("attention argmax",
-  "posterior grow-diag-final-and", ...: nmt/align/stage.py's `evaluation_key`).
+  "posterior grow-diag-final-and", ...: nmt/align/stage.py's `evaluation_key`);
+- `requests_per_second`, `serve_clients`, `serve_failed`, `disk_mb`, `serve_mb_peak`,
+  `serve_machine`: `make serve` measured by bench/bench_serve.py --record (serving.<label>.json),
+  only on the rows that have one.
 
 Merging (`merge`): the rows of a run folder present here replace that run's entries on its
 machine; entries of runs that are not here are kept, so an empty runs/ changes nothing.
@@ -31,6 +34,9 @@ LEDGER = "docs/results.jsonl"
 NOT_RECORDED = "machine not recorded"  # report.py's machine() for a run without train_summary
 KEPT = [key for key, _ in COLUMNS] + ["machine", "run", "label", "split", "signature",
                                       "chrf_signature", "source", "recipe", "alignment"]
+SERVING = ["requests_per_second", "serve_clients", "serve_failed", "disk_mb", "serve_mb_peak",
+           "serve_machine"]  # nmt/evaluation/run_row.py's add_serving
+KEPT += SERVING
 # `python scripts/train.py configs/x.yaml`, and nothing after it: the config file as it is
 TRAIN_COMMAND = re.compile(r"scripts/train\.py\s+(configs/\S+\.yaml)\s*$")
 

@@ -12,6 +12,10 @@ Every figure comes from a file a stage wrote, never from a hand-kept list:
 - `alignment.json` (alignment evaluation, if any): the AER of the attention's argmax links (a
   statistical aligner: its own symmetrized links) and of the posterior's grow-diag-final-and
   links, where those were scored;
+- `serving.<label>.json` (bench/bench_serve.py --record, if run): `make serve`'s requests/s with
+  concurrent clients and how many failed, the size on disk of what it decodes with and the
+  serving process's peak memory, on the row of results.<label>.json ("best": results.json's);
+  not columns of this table: docs/results.md's "Serving" table (nmt/evaluation/results_page.py);
 - `commands.txt` (train, evaluate and average_checkpoints append to it): how each was made.
 
 What is missing shows as "-". An ensemble's row counts the parameters of all its members and the

@@ -4,7 +4,8 @@ The run folders under runs/ are merged into the ledger first (nmt/evaluation/led
 each generated block is rewritten from the ledger alone, so the tables are the same on every
 machine, whatever runs/ holds here:
 - docs/results.md: every row, one table per machine (figures from different CPUs are not
-  comparable: the same 30 minutes buy 2-3x more steps on one than on another);
+  comparable: the same 30 minutes buy 2-3x more steps on one than on another), then the rows
+  with serving figures (bench/bench_serve.py --record) in one small table, "Serving";
 - README.md: the rows that `make train && make eval` give for a config file (`recipe`);
 - docs/alignment.md: the AER of every extraction scored, per run.
 Only the text between a block's two markers is rewritten; prose around it stays as written.
@@ -32,6 +33,9 @@ EXTRACTIONS = [("attention argmax", "attention: argmax"),
                ("bidirectional product 0.25", "both directions: product ≥ 0.25"),
                ("bidirectional mean 0.5", "both directions: mean ≥ 0.5"),
                ("eflomal grow-diag-final-and", "eflomal: grow-diag-final-and")]
+SERVING_CLIENTS = 8  # the clients of the Serving table's title; other counts say theirs
+SERVING_COLUMNS = ["run (label)", "machine", "test BLEU", "sentences/s (make eval)",
+                   f"requests/s @{SERVING_CLIENTS} clients", "failed", "disk MB", "serve MB (peak)"]
 RECIPE_COLUMNS = [("parameters", "params"), ("step", "steps"), ("train_seconds", "train time"),
                   ("test_bleu", "test BLEU"), ("bleu_ci", "± 95%"), ("length_ratio", "len. ratio"),
                   ("chrf", "chrF"), ("sentences_per_second", "sent/s")]
@@ -69,6 +73,37 @@ def machine_tables(entries: list[dict]) -> str:
     """docs/results.md's block: a Markdown table per machine, headed by it."""
     return "\n\n".join(f"### {machine}\n\n{format_markdown([as_report_row(e) for e in group])}"
                        for machine, group in _by_machine(entries).items())
+
+
+def serving_table(entries: list[dict]) -> str | None:
+    """docs/results.md's "Serving" table: `make serve` beside BLEU and `make eval`'s speed, a row
+    per entry with serving figures, sorted by the machine served on; None when there is none.
+    The machine is where it served (make eval's speed is from the row's own machine)."""
+    served = sorted((e for e in entries if e.get("requests_per_second") is not None),
+                    key=lambda e: (e.get("serve_machine") or "", e["name"]))
+    if not served:
+        return None
+    lines = ["### Serving", "",
+             "`make serve` on one machine: `python bench/bench_serve.py CONFIG [overrides] --record` "
+             "(requests answered per second, the server and its client in one process).", "",
+             "| " + " | ".join(SERVING_COLUMNS) + " |", "|---|---|" + "---:|" * (len(SERVING_COLUMNS) - 2)]
+    for entry in served:
+        row = as_report_row(entry)
+        clients = entry.get("serve_clients")
+        rate = f"{entry['requests_per_second']:.1f}"
+        if clients not in (None, SERVING_CLIENTS):
+            rate += f" ({clients} clients)"
+        cells = [f"`{entry['name']}`", entry.get("serve_machine") or "-",
+                 format_cell("test_bleu", row.get("test_bleu")),
+                 format_cell("sentences_per_second", row.get("sentences_per_second")), rate,
+                 format_cell("serve_failed", entry.get("serve_failed")),
+                 _mb(entry.get("disk_mb"), 1), _mb(entry.get("serve_mb_peak"), 0)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _mb(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def recipe_table(entries: list[dict]) -> str:
@@ -111,7 +146,8 @@ def update_docs(ledger: str | Path, rows: list[dict], runs_dir: str | Path, resu
     if not entries:
         raise NMTError(f"{ledger}: no measured rows (and no run under {runs_dir}/ with a "
                        f"train_summary.json): nothing to write the tables from")
-    replace_block(results_page, machine_tables(entries))
+    serving = serving_table(entries)
+    replace_block(results_page, machine_tables(entries) + (f"\n\n{serving}" if serving else ""))
     if readme is not None:
         replace_block(readme, recipe_table(entries), RECIPES)
     if alignment_page is not None:

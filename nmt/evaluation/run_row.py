@@ -15,6 +15,8 @@ from nmt.model import attention_name
 # The two extractions of alignment.json's "evaluations" the report shows (nmt/align/stage.py)
 ATTENTION_KEY = evaluation_key({"weights": "attention", "method": "argmax"})
 POSTERIOR_KEY = evaluation_key({"weights": "posterior", "method": "grow-diag-final-and"})
+# serving.<label>.json of the run's own checkpoint (results.json): bench/bench_serve.py's label
+OWN_LABEL = "best"
 
 
 def _describe(row: dict[str, Any], summary: dict | None, config: dict | None) -> None:
@@ -52,6 +54,21 @@ def add_scores(row: dict[str, Any], results: dict) -> None:
     row["sentences_per_second"] = results.get("sentences_per_second")  # make eval's decoding speed
 
 
+def add_serving(row: dict[str, Any], serving: dict | None) -> None:
+    """The figures of serving.<label>.json (bench/bench_serve.py --record) into the row of the
+    results file with that label; nothing without one, so that other rows gain no keys."""
+    if serving is None:
+        return
+    threads = serving.get("threads")
+    row["serve_machine"] = (f"{serving.get('machine')}, {threads} thread{'' if threads == 1 else 's'}"
+                            if threads is not None else serving.get("machine"))
+    row["requests_per_second"] = serving.get("requests_per_second")  # answered (200) per second
+    row["serve_clients"] = serving.get("clients")
+    row["serve_failed"] = serving.get("failed")
+    row["disk_mb"] = serving.get("disk_mb")  # the files its plan decodes with
+    row["serve_mb_peak"] = serving.get("rss_mb_peak")  # the serving process's peak resident memory
+
+
 def run_row(run: Path) -> tuple[dict, dict | None] | None:
     """The run's own row, and its config; None for a folder that is no run."""
     summary = read_json(run / "train_summary.json")
@@ -80,6 +97,7 @@ def run_row(run: Path) -> tuple[dict, dict | None] | None:
         add_scores(row, results)
         row["signature"] = results.get("signature")
         row["chrf_signature"] = results.get("chrf_signature")
+    add_serving(row, read_json(run / f"serving.{OWN_LABEL}.json"))
     if alignment is not None:  # alignment error rate on the gold links, in points like BLEU
         row["aer"], row["aer_posterior"] = _aer_points(alignment)
         row["alignment"] = _aer_by_extraction(alignment)
