@@ -2,7 +2,7 @@
 at a known rate, and the share of each kind the config's filters remove.
 
     python bench/bench_clean.py configs/tatoeba_clean.yaml [overrides] [--rate 0.3] [--seed 1]
-                                [--out data/noised/cmn.txt]
+                                [--out data/noised/cmn.txt] [--prepare] [--record runs/bench_clean]
 
 Nine kinds, each on rate ÷ 9 of the pairs (chosen with --seed): a copy of either side, the
 wrong language (kana on the Chinese side, Cyrillic on the English side), English on both sides,
@@ -11,28 +11,43 @@ pairs (another pair's English). The rest stay clean. Every pair is normalized as
 normalizes it and put through the filters (nmt/data/filters.py); the bench prints, per kind, the
 share removed and by which filters, and the share of clean pairs lost. With --out it writes the
 noised corpus (Tatoeba's format) and, beside it, each line's kind (<out>.kinds), to train on.
+With --prepare it also times `python scripts/prepare.py` on the noised corpus, cold, each in a
+fresh process: with the config's data.clean and with every filter off, each twice in turn, the
+faster of each kept. With --record DIR it writes the figures to DIR/cleaning_bench.json, where
+`make docs` reads them (runs/*/cleaning_bench.json: docs/results.md's "Noise removed" table).
 Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import random
+import shlex
+import subprocess
+import sys
+import tempfile
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
 from nmt.cli import config_arguments, run_cli
+from nmt.config.clean_schema import CleanConfig
 from nmt.config.loader import load_config
+from nmt.config.schema import Config
 from nmt.data.corpus import Pair
 from nmt.data.filters import PairFilter
 from nmt.data.normalize import normalize_en, normalize_zh
 from nmt.data.sources import read_source
-from nmt.io import atomic_write_lines
+from nmt.io import atomic_write_json, atomic_write_lines
+from nmt.runtime import cpu_model
 
 KINDS = ("copy_of_english", "copy_of_chinese", "wrong_language", "english_both", "truncated",
          "concatenated", "markup", "repeated", "misaligned")
 SURFACE = KINDS[:-1]  # the eight a pair's surface shows; misaligned needs a model to see
+REPO = Path(__file__).resolve().parents[1]
+RECORD = "cleaning_bench.json"  # --record's file (nmt/evaluation/cleaning.py reads it)
 KANA = [chr(c) for c in range(0x3041, 0x3094)]
 CYRILLIC = [chr(c) for c in range(0x430, 0x450)]
 
@@ -106,20 +121,93 @@ def report(outcome: dict[str, Counter], seconds: float, pairs: int) -> None:
     print(f"filters ran over {pairs} pairs in {seconds:.2f} s ({pairs / seconds:,.0f} pairs/s)")
 
 
+def _kind_figures(seen: Counter) -> dict:
+    """{injected, removed, share_removed, by_filter} of one kind's outcome."""
+    injected = sum(seen.values())
+    removed = injected - seen["kept"]
+    return {"injected": injected, "removed": removed,
+            "share_removed": round(removed / max(injected, 1), 5),
+            "by_filter": {name: count for name, count in seen.most_common() if name != "kept"}}
+
+
+def figures(outcome: dict[str, Counter], seconds: float, prepared: dict | None) -> dict:
+    """What --record writes, beside the run's settings: the figures `report` prints."""
+    kinds = {kind: _kind_figures(outcome.get(kind, Counter())) for kind in KINDS}
+    injected = sum(kinds[kind]["injected"] for kind in SURFACE)
+    removed = sum(kinds[kind]["removed"] for kind in SURFACE)
+    clean = _kind_figures(outcome.get("clean", Counter()))
+    pairs = sum(sum(seen.values()) for seen in outcome.values())
+    return {"kinds": kinds,
+            "surface": {"injected": injected, "removed": removed,
+                        "share_removed": round(removed / max(injected, 1), 5)},
+            "clean_pairs": {"kept": clean["injected"] - clean["removed"], "lost": clean["removed"],
+                            "share_lost": clean["share_removed"], "by_filter": clean["by_filter"]},
+            "filter_seconds": round(seconds, 3), "filter_pairs": pairs, "prepare": prepared}
+
+
+def write_noised(out: Path, corpus: list[tuple[Pair, str]]) -> None:
+    """The noised corpus in Tatoeba's format, and each line's kind beside it (<out>.kinds)."""
+    atomic_write_lines(out, [f"{p.en}\t{p.zh}\tnoised (bench/bench_clean.py)" for p, _ in corpus])
+    atomic_write_lines(out.with_name(out.name + ".kinds"), [kind for _, kind in corpus])
+
+
+def timed_prepares(args: argparse.Namespace, corpus: list[tuple[Pair, str]]) -> dict:
+    """Seconds of a cold `python scripts/prepare.py` of the noised corpus, each in a fresh process
+    (interpreter start-up included, as a user sees it): with the config's data.clean and with
+    every filter off, each twice in turn, the faster of each kept."""
+    off = [f"data.clean.{field.name}={json.dumps(field.default)}"
+           for field in dataclasses.fields(CleanConfig)]
+    seconds: dict[str, list[float]] = {"with_clean": [], "without_clean": []}
+    with tempfile.TemporaryDirectory(prefix="bench_clean_") as work:
+        noised = Path(work) / "noised.txt"
+        write_noised(noised, corpus)
+        for attempt in range(2):
+            for name, extra in (("without_clean", off), ("with_clean", [])):
+                command = [sys.executable, str(REPO / "scripts" / "prepare.py"), args.config,
+                           *args.overrides, f"data.corpus={noised}",
+                           f"data.prepared_dir={Path(work) / f'{name}{attempt}'}", *extra]
+                start = time.perf_counter()
+                result = subprocess.run(command, capture_output=True, text=True)
+                seconds[name].append(time.perf_counter() - start)
+                if result.returncode != 0:
+                    sys.exit(f"prepare failed:\n{result.stderr[-4000:]}")
+    best = {name: round(min(times), 2) for name, times in seconds.items()}
+    return best | {"ratio": round(best["with_clean"] / best["without_clean"], 3)}
+
+
+def record(folder: Path, args: argparse.Namespace, config: Config, found: dict) -> Path:
+    """Write --record's DIR/cleaning_bench.json: the settings, the machine and the figures."""
+    path = folder / RECORD
+    atomic_write_json(path, {
+        "bench": "bench/bench_clean.py", "config": args.config, "overrides": args.overrides,
+        "command": shlex.join(["python", *sys.argv]), "machine": cpu_model(),
+        "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "rate": args.rate, "seed": args.seed, "clean": dataclasses.asdict(config.data.clean),
+        **found})
+    return path
+
+
 def main(args: argparse.Namespace) -> None:
     config = load_config(args.config, args.overrides)
     pairs = [pair for source in config.data.corpus for pair in read_source(source, Counter(), {})]
     corpus = noised_corpus(pairs, args.rate, args.seed)
     if args.out:
         out = Path(args.out)
-        atomic_write_lines(out, [f"{p.en}\t{p.zh}\tnoised (bench/bench_clean.py)" for p, _ in corpus])
-        atomic_write_lines(out.with_name(out.name + ".kinds"), [kind for _, kind in corpus])
+        write_noised(out, corpus)
         print(f"written {out} and {out.name}.kinds")
     start = time.perf_counter()
     outcome = measure(corpus, PairFilter(config.data.clean), config.data)
+    seconds = time.perf_counter() - start
     print(f"corpus {len(pairs)} pairs, noise {100 * args.rate:.0f}% in {len(KINDS)} kinds "
           f"(seed {args.seed}); data.clean = {config.data.clean}")
-    report(outcome, time.perf_counter() - start, len(corpus))
+    report(outcome, seconds, len(corpus))
+    prepared = timed_prepares(args, corpus) if args.prepare else None
+    if prepared is not None:
+        print(f"prepare (cold, a fresh scripts/prepare.py) {prepared['with_clean']:.2f} s with "
+              f"data.clean, {prepared['without_clean']:.2f} s without (x{prepared['ratio']:.2f})")
+    if args.record:
+        found = {"corpus_pairs": len(pairs)} | figures(outcome, seconds, prepared)
+        print(f"recorded {record(Path(args.record), args, config, found)}")
 
 
 if __name__ == "__main__":
@@ -129,4 +217,10 @@ if __name__ == "__main__":
     parser.add_argument("--rate", type=float, default=0.3, help="share of noised pairs (0.3)")
     parser.add_argument("--seed", type=int, default=1, help="which pairs get which noise")
     parser.add_argument("--out", help="write the noised corpus here (and its kinds beside it)")
+    parser.add_argument("--prepare", action="store_true",
+                        help="also time a cold scripts/prepare.py of the noised corpus with and "
+                             "without data.clean (each twice)")
+    parser.add_argument("--record", metavar="DIR",
+                        help=f"also write the figures to DIR/{RECORD} (make docs reads "
+                             f"runs/*/{RECORD}: docs/results.md's Noise removed table)")
     run_cli(main, parser)

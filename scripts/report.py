@@ -16,6 +16,7 @@ import argparse
 
 from nmt.cli import run_cli
 from nmt.evaluation.curves import format_curves
+from nmt.evaluation.cleaning import cleaning_table
 from nmt.evaluation.length import format_buckets
 from nmt.evaluation.report import collect_runs, format_commands, format_markdown, format_table
 from nmt.evaluation.ledger import LEDGER
@@ -45,6 +46,11 @@ def main(args: argparse.Namespace) -> None:
         print()
         print("BLEU and length ratio by source length (characters; sentences in brackets):")
         print(by_length)
+    cleaning = cleaning_table(rows)
+    if cleaning:
+        print()
+        print("Pairs data.clean's filters dropped (each run's prepared folder's manifest):")
+        print(cleaning)
     if args.commands:
         print()
         print(format_commands(args.runs, rows))

@@ -10,7 +10,12 @@ One JSON object a line, one per (machine, row name), with the columns of `make r
   "posterior grow-diag-final-and", ...: nmt/align/stage.py's `evaluation_key`);
 - `requests_per_second`, `serve_clients`, `serve_failed`, `disk_mb`, `serve_mb_peak`,
   `serve_machine`: `make serve` measured by bench/bench_serve.py --record (serving.<label>.json),
-  only on the rows that have one.
+  only on the rows that have one;
+- `clean_read`, `clean_dropped`: the pairs data.clean's filters saw and what each dropped
+  ({filter: pairs}), from the run's prepared folder's manifest, on the own rows of runs with a
+  filter on whose prepared folder was here (nmt/evaluation/cleaning.py);
+- `cleaning_bench`: an entry of its own (named after its folder, on the bench's CPU) holding the
+  figures of bench/bench_clean.py --record (runs/<folder>/cleaning_bench.json), no run's row.
 
 Merging (`merge`): the rows of a run folder present here replace that run's entries on its
 machine; entries of runs that are not here are kept, so an empty runs/ changes nothing.
@@ -27,6 +32,7 @@ import yaml
 from nmt.config.loader import build_saved_config
 from nmt.decoding.plan import planned_label
 from nmt.errors import NMTError
+from nmt.evaluation.cleaning import CLEANING
 from nmt.evaluation.report import COLUMNS
 from nmt.io import atomic_write_text
 
@@ -36,7 +42,7 @@ KEPT = [key for key, _ in COLUMNS] + ["machine", "run", "label", "split", "signa
                                       "chrf_signature", "source", "recipe", "alignment"]
 SERVING = ["requests_per_second", "serve_clients", "serve_failed", "disk_mb", "serve_mb_peak",
            "serve_machine"]  # nmt/evaluation/run_row.py's add_serving
-KEPT += SERVING
+KEPT += SERVING + CLEANING
 # `python scripts/train.py configs/x.yaml`, and nothing after it: the config file as it is
 TRAIN_COMMAND = re.compile(r"scripts/train\.py\s+(configs/\S+\.yaml)\s*$")
 
@@ -73,15 +79,16 @@ def merge(entries: list[dict], rows: list[dict], runs_dir: str | Path) -> list[d
     its old entries and gets its rows now; every other entry stays as it was. A row that says
     neither where it trained nor an AER (a half-copied folder) is left out. A recipe written into
     an old entry by hand (what the row is a recipe of) stays on the row that replaces it, in place
-    of the config file's name."""
+    of the config file's name; so do the clean counts of a run whose prepared folder is not here."""
     fresh = [ledger_entry(row, runs_dir) for row in rows
              if row.get("machine") not in (None, NOT_RECORDED) or row.get("aer") is not None]
-    recipes = {(entry["machine"], entry.get("run"), entry["name"]): entry["recipe"]
-               for entry in entries if entry.get("recipe")}
+    old = {(entry["machine"], entry.get("run"), entry["name"]): entry for entry in entries}
     for entry in fresh:
-        recipe = recipes.get((entry["machine"], entry["run"], entry["name"]))
-        if recipe:  # said by hand, it says more than the config file's name
-            entry["recipe"] = recipe
+        before = old.get((entry["machine"], entry["run"], entry["name"])) or {}
+        if before.get("recipe"):  # said by hand, it says more than the config file's name
+            entry["recipe"] = before["recipe"]
+        if "clean_read" not in entry:  # its prepared folder is not here: the counts stay
+            entry |= {key: before[key] for key in ("clean_read", "clean_dropped") if key in before}
     replaced = {(entry["machine"], entry["run"]) for entry in fresh}
     kept = [entry for entry in entries if (entry["machine"], entry.get("run")) not in replaced]
     return kept + fresh

@@ -5,7 +5,9 @@ each generated block is rewritten from the ledger alone, so the tables are the s
 machine, whatever runs/ holds here:
 - docs/results.md: every row, one table per machine (figures from different CPUs are not
   comparable: the same 30 minutes buy 2-3x more steps on one than on another), then the rows
-  with serving figures (bench/bench_serve.py --record) in one small table, "Serving";
+  with serving figures (bench/bench_serve.py --record) in one small table, "Serving", then what
+  data.clean's filters dropped per run, "Cleaning", and the noise they remove (bench/bench_clean.py
+  --record), "Noise removed" (nmt/evaluation/cleaning.py);
 - README.md: the rows that `make train && make eval` give for a config file (`recipe`);
 - docs/alignment.md: the AER of every extraction scored, per run.
 Only the text between a block's two markers is rewritten; prose around it stays as written.
@@ -16,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nmt.errors import NMTError
+from nmt.evaluation.cleaning import bench_rows, cleaning_section, is_bench, noise_section
 from nmt.evaluation.ledger import NOT_RECORDED, as_report_row, merge, read_ledger, write_ledger
 from nmt.evaluation.report import format_cell, format_markdown
 from nmt.io import atomic_write_text
@@ -71,8 +74,9 @@ def _by_machine(entries: list[dict]) -> dict[str, list[dict]]:
 
 def machine_tables(entries: list[dict]) -> str:
     """docs/results.md's block: a Markdown table per machine, headed by it."""
+    runs = [entry for entry in entries if not is_bench(entry)]
     return "\n\n".join(f"### {machine}\n\n{format_markdown([as_report_row(e) for e in group])}"
-                       for machine, group in _by_machine(entries).items())
+                       for machine, group in _by_machine(runs).items())
 
 
 def serving_table(entries: list[dict]) -> str | None:
@@ -111,7 +115,7 @@ def recipe_table(entries: list[dict]) -> str:
     lines = ["| machine (CPU, threads, dtype) | recipe | run in [docs/results.md](docs/results.md) | "
              + " | ".join(title for _, title in RECIPE_COLUMNS) + " |",
              "|---|---|---|" + "---:|" * len(RECIPE_COLUMNS)]
-    for machine, group in _by_machine([e for e in entries if e.get("recipe")]).items():
+    for machine, group in _by_machine([e for e in entries if e.get("recipe") and not is_bench(e)]).items():
         for entry in group:
             row = as_report_row(entry)
             cells = [machine, entry["recipe"], f"`{entry['name']}`"]
@@ -138,16 +142,18 @@ def alignment_tables(entries: list[dict]) -> str:
 def update_docs(ledger: str | Path, rows: list[dict], runs_dir: str | Path, results_page: str | Path,
                 readme: str | Path | None = None, alignment_page: str | Path | None = None) -> int:
     """Merge the runs' `rows` into `ledger` (rewritten only when that changes it), then rewrite
-    every page's generated block from it; the number of entries."""
+    every page's generated block from it; the number of entries. The runs' cleaning_bench.json
+    files (bench/bench_clean.py --record) are merged as entries of their own."""
     before = read_ledger(ledger)
-    entries = merge(before, rows, runs_dir)
+    entries = merge(before, rows + bench_rows(runs_dir), runs_dir)
     if entries != before:
         write_ledger(ledger, entries)
     if not entries:
         raise NMTError(f"{ledger}: no measured rows (and no run under {runs_dir}/ with a "
                        f"train_summary.json): nothing to write the tables from")
-    serving = serving_table(entries)
-    replace_block(results_page, machine_tables(entries) + (f"\n\n{serving}" if serving else ""))
+    tables = (machine_tables(entries), serving_table(entries), cleaning_section(entries),
+              noise_section(entries))
+    replace_block(results_page, "\n\n".join(table for table in tables if table))
     if readme is not None:
         replace_block(readme, recipe_table(entries), RECIPES)
     if alignment_page is not None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from nmt.align.stage import evaluation_key
 from nmt.config.migrate import model_in_sections
+from nmt.evaluation.cleaning import clean_counts
 from nmt.evaluation.report_table import COLUMNS
 from nmt.evaluation.run_files import checkpoint_facts, read_json, read_yaml
 from nmt.model import attention_name
@@ -93,6 +94,7 @@ def run_row(run: Path) -> tuple[dict, dict | None] | None:
         row.update(facts)
         config = config or checkpoint_config
     _describe(row, summary, config)
+    row.update(clean_counts(run, config))  # only where data.clean's counts are here
     if results is not None:
         add_scores(row, results)
         row["signature"] = results.get("signature")
