@@ -27,7 +27,7 @@ from nmt.checkpoints.choose import split_checkpoint_arguments
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
 from nmt.decoding.plan import plan_for
-from nmt.evaluation.evaluate import evaluate, format_results, results_path
+from nmt.evaluation.evaluate import evaluate, format_results, results_path, split_label
 from nmt.runtime import set_threads
 from nmt.training.run_dir import record_command
 
@@ -40,7 +40,7 @@ def main(args: argparse.Namespace) -> None:
     results = evaluate(plan)
     record_command(config.run_dir, shlex.join(["python", *sys.argv]))
     print(format_results(results))
-    print(f"results: {results_path(config.run_dir, results['label'])}")
+    print(f"results: {results_path(config.run_dir, split_label(results['label'], results['split']))}")
 
 
 if __name__ == "__main__":

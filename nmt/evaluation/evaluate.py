@@ -147,13 +147,19 @@ def write_results(config: Config, label: str | None, hypotheses: list[str], scor
     atomic_write_lines(hypotheses_path, hypotheses)
     results = {"name": config.name, "split": split, **scores, "hypotheses": str(hypotheses_path),
                "hypotheses_sha256": file_sha256(hypotheses_path)}
-    path = results_path(run_dir, label)
+    path = results_path(run_dir, split_label(label, split))
     if path.is_file():  # only the same decoding has the same label: its score is renewed
         log.info("%s: replaced, the same checkpoints, rescoring and search scored again", path)
     atomic_write_json(path, results)
     _log_to_tensorboard(run_dir / "tensorboard", results["step"], results["bleu"], results["chrf"],
                         "eval" if label is None else f"eval_{label}")
     return results
+
+
+def split_label(label: str | None, split: str) -> str | None:
+    """The label of a results file: a dev score's ends in ".dev", so that it never replaces the
+    test score of the same decoding (results.<label>.json)."""
+    return label if split == "test" else ".".join(part for part in (label, split) if part)
 
 
 def results_path(run_dir: Path, label: str | None) -> Path:
