@@ -5,6 +5,7 @@ the folder alone loads in a fresh process, and a broken folder is an error that 
 from __future__ import annotations
 
 import json
+import runpy
 import shutil
 import subprocess
 import sys
@@ -28,15 +29,28 @@ from nmt.serve.runs import RunRegistry
 LINES = ["汤姆喜欢猫。", "", "我们明天去公园吧。"]
 
 
+def options(tmp_path, tiny_corpus) -> list[str]:
+    return [f"data.corpus={tiny_corpus}", f"data.prepared_dir={tmp_path / 'prepared'}",
+            f"runs_dir={tmp_path / 'runs'}", "training.device=cpu", "export.engine=ctranslate2"]
+
+
 @pytest.fixture
 def student(tmp_path, tiny_corpus):
     """A smoke Transformer run (random weights) that decodes with CTranslate2 in int8."""
-    config = load_config(REPO / "configs" / "smoke_transformer.yaml", [
-        f"data.corpus={tiny_corpus}", f"data.prepared_dir={tmp_path / 'prepared'}",
-        f"runs_dir={tmp_path / 'runs'}", "training.device=cpu", "export.engine=ctranslate2"])
+    config = load_config(REPO / "configs" / "smoke_transformer.yaml", options(tmp_path, tiny_corpus))
     prepare(config)
     write_random_members(config)
     return config
+
+
+def run_script(name: str, arguments: list[str], monkeypatch, capsys) -> list[str]:
+    """scripts/<name> ARGUMENTS in this process (no second torch import): its stdout lines."""
+    script = REPO / "scripts" / name
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")  # the scripts set it; undone after
+    monkeypatch.setattr(sys, "argv", [str(script), *arguments])
+    capsys.readouterr()
+    runpy.run_path(str(script), run_name="__main__")
+    return capsys.readouterr().out.splitlines()
 
 
 def test_the_plan_exports_once_and_every_way_in_decodes_with_the_engine(student):
@@ -98,6 +112,22 @@ def test_the_web_api_says_the_engine_answered_and_alignment_says_why_not(student
     from nmt.align.translated import align_lines
     with pytest.raises(NMTError, match="word alignment .* PyTorch model"):
         align_lines(translator, ["汤姆喜欢猫。"], ["Tom likes cats ."])
+
+
+def test_the_scripts_translate_with_the_engine_and_align_with_its_checkpoint(
+        student, tmp_path, tiny_corpus, monkeypatch, capsys):
+    source = tmp_path / "input.zh"
+    source.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    config = str(REPO / "configs" / "smoke_transformer.yaml")
+    found = run_script("translate.py", [config, *options(tmp_path, tiny_corpus), "--input",
+                                        str(source)], monkeypatch, capsys)
+    assert found == [t.text for t in Translator.from_config(student).translate(LINES)]
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("汤姆喜欢猫。\tTom likes cats .\n", encoding="utf-8")
+    # make align reads the checkpoint the export was made from: the student's own attention
+    links = run_script("align.py", [config, *options(tmp_path, tiny_corpus), "--input", str(pairs)],
+                       monkeypatch, capsys)
+    assert len(links) == 1 and all("-" in link for link in links[0].split())
 
 
 def test_a_recurrent_run_cannot_name_the_engine(tiny_corpus):
