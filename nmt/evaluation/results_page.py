@@ -37,7 +37,7 @@ EXTRACTIONS = [("attention argmax", "attention: argmax"),
                ("bidirectional mean 0.5", "both directions: mean ≥ 0.5"),
                ("eflomal grow-diag-final-and", "eflomal: grow-diag-final-and")]
 SERVING_CLIENTS = 8  # the clients of the Serving table's title; other counts say theirs
-SERVING_COLUMNS = ["run (label)", "machine", "test BLEU", "sentences/s (make eval)",
+SERVING_COLUMNS = ["run (label)", "machine", "test BLEU", "± 95%", "len. ratio", "sentences/s (make eval)",
                    f"requests/s @{SERVING_CLIENTS} clients", "failed", "disk MB", "serve MB (peak)"]
 RECIPE_COLUMNS = [("parameters", "params"), ("step", "steps"), ("train_seconds", "train time"),
                   ("test_bleu", "test BLEU"), ("bleu_ci", "± 95%"), ("length_ratio", "len. ratio"),
@@ -99,6 +99,8 @@ def serving_table(entries: list[dict]) -> str | None:
             rate += f" ({clients} clients)"
         cells = [f"`{entry['name']}`", entry.get("serve_machine") or "-",
                  format_cell("test_bleu", row.get("test_bleu")),
+                 format_cell("bleu_ci", row.get("bleu_ci")),
+                 format_cell("length_ratio", row.get("length_ratio")),
                  format_cell("sentences_per_second", row.get("sentences_per_second")), rate,
                  format_cell("serve_failed", entry.get("serve_failed")),
                  _mb(entry.get("disk_mb"), 1), _mb(entry.get("serve_mb_peak"), 0)]

@@ -72,11 +72,12 @@ def test_the_serving_table_lists_the_rows_with_serving_figures(tmp_path):
     assert old in read_ledger(ledger)  # a row without serving figures is kept as it was
     text = page.read_text()
     serving = text.split("### Serving")[1].split(END)[0]
-    assert ("| run (label) | machine | test BLEU | sentences/s (make eval) | requests/s @8 clients "
+    assert ("| run (label) | machine | test BLEU | ± 95% | len. ratio | sentences/s (make eval) | "
+            "requests/s @8 clients "
             "| failed | disk MB | serve MB (peak) |") in serving
-    assert ("| `tatoeba (ensemble.average_best5.rerank)` | AMD EPYC, 2 threads | 36.50 | 12 | 9.9 "
+    assert ("| `tatoeba (ensemble.average_best5.rerank)` | AMD EPYC, 2 threads | 36.50 | - | - | 12 | 9.9 "
             "| 1 | 24.6 | 612 |") in serving
-    assert "| `tatoeba_student (ctranslate2-int8)` | AMD EPYC, 2 threads | 34.20 | 310 | " \
+    assert "| `tatoeba_student (ctranslate2-int8)` | AMD EPYC, 2 threads | 34.20 | - | - | 310 | " \
            "154.2 (4 clients) | 0 | 24.6 | 612 |" in serving
     assert "ctranslate2-float32" not in serving and "| gone |" in text.split("### Serving")[0]
 
