@@ -104,6 +104,7 @@ def test_a_broken_or_foreign_folder_says_what_is_wrong(student):
 def test_the_web_api_says_the_engine_answered_and_alignment_says_why_not(student):
     registry = RunRegistry(student.runs_dir, student.name, device="cpu",
                            default_plan=plan_for(student))
+    registry.get()  # loaded here, so the app's start does not load it in the background
     with TestClient(create_app(registry)) as client:
         body = client.get("/api/translate", params={"text": LINES[0]}).json()
     assert body["model"].startswith("ctranslate2") and "int8" in body["model"]
