@@ -37,7 +37,7 @@ EXTRACTIONS = [("attention argmax", "attention: argmax"),
                ("bidirectional mean 0.5", "both directions: mean ≥ 0.5"),
                ("eflomal grow-diag-final-and", "eflomal: grow-diag-final-and")]
 SERVING_CLIENTS = 8  # the clients of the Serving table's title; other counts say theirs
-SERVING_COLUMNS = ["run (label)", "machine", "test BLEU", "± 95%", "len. ratio", "sentences/s (make eval)",
+SERVING_COLUMNS = ["run (label)", "machine", "dev BLEU", "test BLEU", "± 95%", "len. ratio", "sentences/s (make eval)",
                    f"requests/s @{SERVING_CLIENTS} clients", "failed", "disk MB", "serve MB (peak)"]
 RECIPE_COLUMNS = [("parameters", "params"), ("step", "steps"), ("train_seconds", "train time"),
                   ("test_bleu", "test BLEU"), ("bleu_ci", "± 95%"), ("length_ratio", "len. ratio"),
@@ -80,8 +80,8 @@ def machine_tables(entries: list[dict]) -> str:
 
 
 def serving_table(entries: list[dict]) -> str | None:
-    """docs/results.md's "Serving" table: `make serve` beside BLEU and `make eval`'s speed, a row
-    per entry with serving figures, sorted by the machine served on; None when there is none.
+    """docs/results.md's "Serving" table: `make serve` beside dev and test BLEU and `make eval`'s
+    speed, a row per entry with serving figures, sorted by the machine served on; None when there is none.
     The machine is where it served (make eval's speed is from the row's own machine)."""
     served = sorted((e for e in entries if e.get("requests_per_second") is not None),
                     key=lambda e: (e.get("serve_machine") or "", e["name"]))
@@ -91,13 +91,18 @@ def serving_table(entries: list[dict]) -> str | None:
              "`make serve` on one machine: `python bench/bench_serve.py CONFIG [overrides] --record` "
              "(requests answered per second, the server and its client in one process).", "",
              "| " + " | ".join(SERVING_COLUMNS) + " |", "|---|---|" + "---:|" * (len(SERVING_COLUMNS) - 2)]
+    by_label = {(e["machine"], e.get("run"), e.get("label")): e for e in entries}
     for entry in served:
         row = as_report_row(entry)
+        # the same decoding scored on dev: results.<label>.dev.json (results.dev.json unlabelled)
+        label = ".".join(part for part in (entry.get("label"), "dev") if part)
+        dev = by_label.get((entry["machine"], entry.get("run"), label), {})
         clients = entry.get("serve_clients")
         rate = f"{entry['requests_per_second']:.1f}"
         if clients not in (None, SERVING_CLIENTS):
             rate += f" ({clients} clients)"
         cells = [f"`{entry['name']}`", entry.get("serve_machine") or "-",
+                 "-" if dev.get("test_bleu") is None else f"{dev['test_bleu']:.2f}",
                  format_cell("test_bleu", row.get("test_bleu")),
                  format_cell("bleu_ci", row.get("bleu_ci")),
                  format_cell("length_ratio", row.get("length_ratio")),

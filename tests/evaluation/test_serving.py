@@ -39,6 +39,8 @@ def make_runs(runs: Path) -> None:
     for label, bleu in (("ctranslate2-int8", 34.2), ("ctranslate2-float32", 34.4)):
         _write(runs / "tatoeba_student" / f"results.{label}.json",
                {"split": "test", "bleu": bleu, "sentences_per_second": 310.0, "label": label})
+    _write(runs / "tatoeba_student" / "results.ctranslate2-int8.dev.json",  # its dev score
+           {"split": "dev", "bleu": 33.1, "sentences_per_second": 300.0, "label": "ctranslate2-int8"})
     _write(runs / "tatoeba_student" / "serving.ctranslate2-int8.json",
            _serving("ctranslate2-int8", 154.25, clients=4))
 
@@ -51,7 +53,8 @@ def test_a_serving_file_puts_its_figures_on_the_row_of_its_label(tmp_path):
     assert teacher["disk_mb"] == 24.56 and teacher["serve_mb_peak"] == 612.4
     assert teacher["serve_machine"] == "AMD EPYC, 2 threads" and teacher["serve_clients"] == 8
     assert rows["tatoeba_student (ctranslate2-int8)"]["requests_per_second"] == 154.25
-    for plain in ("tatoeba", "tatoeba_student", "tatoeba_student (ctranslate2-float32)"):
+    for plain in ("tatoeba", "tatoeba_student", "tatoeba_student (ctranslate2-float32)",
+                  "tatoeba_student (ctranslate2-int8.dev)"):
         assert not any(key in rows[plain] for key in SERVING)
 
     entries = {e["name"]: e for e in merge([], collect_runs(tmp_path), tmp_path)}
@@ -72,12 +75,12 @@ def test_the_serving_table_lists_the_rows_with_serving_figures(tmp_path):
     assert old in read_ledger(ledger)  # a row without serving figures is kept as it was
     text = page.read_text()
     serving = text.split("### Serving")[1].split(END)[0]
-    assert ("| run (label) | machine | test BLEU | ± 95% | len. ratio | sentences/s (make eval) | "
+    assert ("| run (label) | machine | dev BLEU | test BLEU | ± 95% | len. ratio | sentences/s (make eval) | "
             "requests/s @8 clients "
             "| failed | disk MB | serve MB (peak) |") in serving
-    assert ("| `tatoeba (ensemble.average_best5.rerank)` | AMD EPYC, 2 threads | 36.50 | - | - | 12 | 9.9 "
+    assert ("| `tatoeba (ensemble.average_best5.rerank)` | AMD EPYC, 2 threads | - | 36.50 | - | - | 12 | 9.9 "
             "| 1 | 24.6 | 612 |") in serving
-    assert "| `tatoeba_student (ctranslate2-int8)` | AMD EPYC, 2 threads | 34.20 | - | - | 310 | " \
+    assert "| `tatoeba_student (ctranslate2-int8)` | AMD EPYC, 2 threads | 33.10 | 34.20 | - | - | 310 | " \
            "154.2 (4 clients) | 0 | 24.6 | 612 |" in serving
     assert "ctranslate2-float32" not in serving and "| gone |" in text.split("### Serving")[0]
 

@@ -131,6 +131,21 @@ def test_engine_search_equals_ours(copier, settings):
             np.testing.assert_allclose(e.attention, o.attention, atol=1e-3)
 
 
+def test_the_engines_own_scores_choose_as_ours(copier):
+    """Without rescoring (what EngineTranslator searches with) the log-probabilities are the
+    engine's, renormalized over the allowed tokens: higher where a forbidden token was likely
+    (</s> first, which this small model often wants), the same best translation."""
+    model, folder = copier
+    search = search_config(beam_size=4, stop="best_ended", length_penalty=0.6, n_best=2)
+    ours = decode_ids(model, SOURCES, search, device="cpu", keep_attention=False)
+    engine = EngineSearch(folder, threads=1, exact_scores=False).search(
+        SOURCES, search, SRC_VOCAB, TGT_VOCAB, keep_attention=False)
+    assert [hyps[0].tokens for hyps in engine] == [hyps[0].tokens for hyps in ours]
+    best = [(mine[0], theirs[0]) for mine, theirs in zip(ours[:-1], engine)]
+    assert all(e.log_prob >= o.log_prob - 1e-4 for o, e in best)
+    assert any(e.log_prob > o.log_prob + 1e-3 for o, e in best)  # not rescored: the engine's
+
+
 def test_the_length_limit_is_ours_per_sentence(copier):
     """A ratio that cuts the longer outputs: ours and the engine's end at the same step, each
     sentence at its own limit, ceil(0.1 × source length) + 10 steps."""
