@@ -1,6 +1,7 @@
 """The exported student's search on CTranslate2 (nmt/decoding/engine_search.py): sentences/s on
-the prepared test split, per export folder, greedy and beam, with our scores recomputed by
-teacher forcing (exact) or the engine's own (what make eval, translate and serve use).
+the prepared test split, per export folder, greedy and beam, one batch at a time or as many
+side by side as there are threads (search.workers), with our scores recomputed by teacher
+forcing (exact) or the engine's own (what make eval, translate and serve use).
 
     python bench/bench_engine.py configs/tatoeba_student.yaml [overrides] [--beams 1 5]
 
@@ -17,6 +18,7 @@ from dataclasses import replace
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
 from nmt.data.prepare import load_prepared
+from nmt.decoding.engine_search import EngineSearch
 from nmt.decoding.translator import Translator
 from nmt.io import read_lines
 from nmt.runtime import cpu_model, set_threads
@@ -33,20 +35,23 @@ def main(args: argparse.Namespace) -> None:
     for folder in folders:
         translator = Translator.from_run(folder, keep_attention=False)
         ids = [translator.src_vocab.encode(translator.segment(line)) for line in lines]
-        engine = translator.engine  # type: ignore[attr-defined]  # an EngineTranslator
-        for beam in args.beams:
-            search = replace(translator.search, beam_size=beam, n_best=1)
-            for exact in (True, False):
-                engine.exact_scores = exact
-                seconds = []
-                for _ in range(2):  # the first pass warms the engine up
-                    start = time.perf_counter()
-                    engine.search(ids, search, translator.src_vocab, translator.tgt_vocab, False)
-                    seconds.append(time.perf_counter() - start)
-                scores = "exact" if exact else "engine's"
-                print(f"{folder.name:16} beam {beam}  {scores:8} scores: "
-                      f"{len(lines) / seconds[1]:6.0f} sentences/s "
-                      f"(first pass {len(lines) / seconds[0]:.0f})")
+        engine_dir = translator.export.engine_dir  # type: ignore[attr-defined]  # an EngineTranslator
+        for workers in sorted({1, threads}):  # search.workers: batches side by side
+            for beam in args.beams:
+                search = replace(translator.search, beam_size=beam, n_best=1)
+                for exact in (True, False):
+                    engine = EngineSearch(engine_dir, threads=threads, exact_scores=exact,
+                                          workers=workers)
+                    seconds = []
+                    for _ in range(2):  # the first pass warms the engine up
+                        start = time.perf_counter()
+                        engine.search(ids, search, translator.src_vocab, translator.tgt_vocab,
+                                      False)
+                        seconds.append(time.perf_counter() - start)
+                    scores = "exact" if exact else "engine's"
+                    print(f"{folder.name:16} workers {workers} beam {beam}  {scores:8} scores: "
+                          f"{len(lines) / seconds[1]:6.0f} sentences/s "
+                          f"(first pass {len(lines) / seconds[0]:.0f})")
 
 
 if __name__ == "__main__":

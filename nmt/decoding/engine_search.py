@@ -88,14 +88,18 @@ class EngineSearch:
     renormalized over the tokens allowed at each step, and the search is that much cheaper."""
 
     def __init__(self, folder: Path, compute_type: str = "default", threads: int | None = None,
-                 exact_scores: bool = True):
+                 exact_scores: bool = True, workers: int = 1):
         self.folder, self.exact_scores = Path(folder), exact_scores
         if not self.folder.is_dir():
             raise NMTError(f"{self.folder}: no such CTranslate2 model folder; export the model first")
+        # search.workers as CT2 has it: `workers` batches searched side by side (inter_threads),
+        # the threads shared among them (intra_threads), as nmt/decoding/workers.py forks ours
+        threads = threads or torch.get_num_threads()
+        self.workers = max(1, min(workers or threads, threads))
         try:
             self.translator = ctranslate2.Translator(
                 str(self.folder), device="cpu", compute_type=compute_type,
-                intra_threads=threads or torch.get_num_threads(), inter_threads=1)
+                intra_threads=max(1, threads // self.workers), inter_threads=self.workers)
         except (RuntimeError, ValueError) as error:
             raise NMTError(f"{self.folder}: not a usable CTranslate2 model folder ({error}); "
                            f"export the model again") from None
@@ -111,9 +115,15 @@ class EngineSearch:
                            f"search.beam_size ({search.beam_size})")
         results: list[list[Hypothesis] | None] = [
             None if len(ids) else [Hypothesis([], 0.0, 0.0, True, None)] for ids in src_ids]
-        for batch, limit in limit_batches(src_ids, search):
-            sources = [[src_vocab.itos[i] for i in src_ids[k][:MAX_SOURCE_TOKENS]] for k in batch]
-            found = self._search_batch(sources, limit, search, tgt_vocab, keep_attention)
+        batches = [(batch, limit, [[src_vocab.itos[i] for i in src_ids[k][:MAX_SOURCE_TOKENS]]
+                                   for k in batch]) for batch, limit in limit_batches(src_ids, search)]
+        # every batch queued at once: the engine's workers take them in turn
+        pending = [self._run(self.translator.translate_batch, sources, asynchronous=True,
+                             **_options(search, limit, keep_attention))
+                   for _, limit, sources in batches]
+        for (batch, _, sources), queued in zip(batches, pending):
+            found = self._read_batch(sources, [self._run(q.result) for q in queued], search,
+                                     tgt_vocab, keep_attention)
             for k, hyps in zip(batch, found):
                 results[k] = hyps
             if progress is not None:
@@ -127,13 +137,11 @@ class EngineSearch:
         except (RuntimeError, ValueError) as error:
             raise NMTError(f"{self.folder}: the CTranslate2 search failed: {error}") from None
 
-    def _search_batch(self, sources: list[list[str]], limit: int, search: SearchConfig,
-                      tgt_vocab: Vocab, keep_attention: bool) -> list[list[Hypothesis]]:
-        """One batch of source tokens whose outputs get `limit` steps → their n-best lists."""
-        options = _options(search, limit, keep_attention)
-        found = self._run(self.translator.translate_batch, sources, **options)
+    def _read_batch(self, sources: list[list[str]], found: list, search: SearchConfig,
+                    tgt_vocab: Vocab, keep_attention: bool) -> list[list[Hypothesis]]:
+        """One batch's source tokens and CT2's results for them → their n-best lists."""
         first_rows = None
-        if options["return_attention"] and search.beam_size > 1:
+        if found and found[0].attention and search.beam_size > 1:
             first_rows = self._first_rows(sources)
         nbest = []
         for k, result in enumerate(found):

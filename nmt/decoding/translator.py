@@ -230,7 +230,8 @@ class EngineTranslator(Translator):
         # The engine's own log-probabilities (renormalized over the tokens allowed at each step),
         # not rescored by teacher forcing: the same choices to a hair, a quarter less time
         # (bench/bench_engine.py); tests/export/test_ctranslate2.py holds both to ours.
-        self.engine = EngineSearch(export.engine_dir, exact_scores=False)
+        self.engine = EngineSearch(export.engine_dir, exact_scores=False,
+                                   workers=plan.search.workers)
 
     @property
     def model(self) -> TranslationModel:  # type: ignore[override]  # missing here: say so

@@ -233,3 +233,17 @@ def test_progress_counts_every_searched_sentence(copier):
     EngineSearch(folder, threads=1).search(SOURCES, search_config(beam_size=2, batch_size=4),
                                            SRC_VOCAB, TGT_VOCAB, False, progress=seen.append)
     assert sum(seen) == len(SOURCES) - 1 and max(seen) <= 4  # the empty one is not searched
+
+
+def test_batches_searched_side_by_side_give_the_same_hypotheses(copier):
+    """workers=2: CT2 searches two batches at once (inter_threads), one thread each."""
+    model, folder = copier
+    search = search_config(beam_size=3, batch_size=4)
+    one = EngineSearch(folder, threads=1).search(SOURCES, search, SRC_VOCAB, TGT_VOCAB, True)
+    engine = EngineSearch(folder, threads=2, workers=2)
+    assert engine.translator.num_translators == 2
+    two = engine.search(SOURCES, search, SRC_VOCAB, TGT_VOCAB, True)
+    assert [[(h.tokens, h.score) for h in hyps] for hyps in two] == \
+           [[(h.tokens, h.score) for h in hyps] for hyps in one]
+    assert all(np.array_equal(a.attention, b.attention) for x, y in zip(one[:-1], two)
+               for a, b in zip(x, y))

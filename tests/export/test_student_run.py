@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 from fastapi.testclient import TestClient
 from random_checkpoint import write_random_members
 
@@ -43,9 +44,10 @@ def student(tmp_path, tiny_corpus):
     return config
 
 
-def run_script(name: str, arguments: list[str], monkeypatch, capsys) -> list[str]:
-    """scripts/<name> ARGUMENTS in this process (no second torch import): its stdout lines."""
-    script = REPO / "scripts" / name
+def run_script(path: str, arguments: list[str], monkeypatch, capsys) -> list[str]:
+    """The script at `path` (from the repository root) with ARGUMENTS, in this process (no
+    second torch import): its stdout lines."""
+    script = REPO / path
     monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")  # the scripts set it; undone after
     monkeypatch.setattr(sys, "argv", [str(script), *arguments])
     capsys.readouterr()
@@ -120,13 +122,13 @@ def test_the_scripts_translate_with_the_engine_and_align_with_its_checkpoint(
     source = tmp_path / "input.zh"
     source.write_text("\n".join(LINES) + "\n", encoding="utf-8")
     config = str(REPO / "configs" / "smoke_transformer.yaml")
-    found = run_script("translate.py", [config, *options(tmp_path, tiny_corpus), "--input",
+    found = run_script("scripts/translate.py", [config, *options(tmp_path, tiny_corpus), "--input",
                                         str(source)], monkeypatch, capsys)
     assert found == [t.text for t in Translator.from_config(student).translate(LINES)]
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("汤姆喜欢猫。\tTom likes cats .\n", encoding="utf-8")
     # make align reads the checkpoint the export was made from: the student's own attention
-    links = run_script("align.py", [config, *options(tmp_path, tiny_corpus), "--input", str(pairs)],
+    links = run_script("scripts/align.py", [config, *options(tmp_path, tiny_corpus), "--input", str(pairs)],
                        monkeypatch, capsys)
     assert len(links) == 1 and all("-" in link for link in links[0].split())
 
@@ -135,3 +137,18 @@ def test_a_recurrent_run_cannot_name_the_engine(tiny_corpus):
     with pytest.raises(NMTError, match="export.engine = ctranslate2 runs Transformers"):
         load_config(REPO / "configs" / "smoke.yaml", [
             f"data.corpus={tiny_corpus}", "export.engine=ctranslate2"])
+
+
+def test_the_engine_bench_measures_each_export_folder(student, tmp_path, tiny_corpus,
+                                                      monkeypatch, capsys):
+    plan_for(student)  # export.int8/
+    plan_for(load_config(REPO / "configs" / "smoke_transformer.yaml",
+                         [*options(tmp_path, tiny_corpus), "export.quantization=float32"]))
+    lines = run_script("bench/bench_engine.py", [
+        str(REPO / "configs" / "smoke_transformer.yaml"), *options(tmp_path, tiny_corpus),
+        "--beams", "1", "2"], monkeypatch, capsys)
+    measured = [line.split()[:7] for line in lines if "sentences/s" in line]
+    workers = sorted({"1", str(torch.get_num_threads())})
+    assert measured == [[folder, "workers", n, "beam", beam, scores, "scores:"]
+                        for folder in ("export.float32", "export.int8") for n in workers
+                        for beam in ("1", "2") for scores in ("exact", "engine's")]
