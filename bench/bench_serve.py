@@ -18,7 +18,8 @@ Size and memory. `disk MB`: the files the plan decodes with, as they lie on disk
 whole export folder; else its checkpoints and rescoring models: a best.pt or last.pt also holds
 what only resuming training needs, an average does not). Memory is this process's, in MB (2^20
 bytes): the server runs in it, in a thread, so it is the server (Python, torch, the models,
-uvicorn) plus a small httpx client and its threads, a few MB of the figure. `loaded`: VmRSS once
+uvicorn) plus a small httpx client and its threads, a few MB of the figure. `before the model`:
+VmRSS with the code imported and no model loaded (what any run's server needs); `loaded`: VmRSS once
 the model is loaded and the server listens, before any request; `peak`: VmHWM after the load
 test, the most the process ever held (loading included, as in `make serve`'s process).
 
@@ -193,7 +194,8 @@ def print_figures(figures: dict, args: argparse.Namespace, texts: list[str], loa
     print(f"{args.clients} clients       {figures['requests_per_second']:.1f} requests/s "
           f"({args.requests} requests in {figures['seconds']:.1f} s, {figures['failed']} failed)")
     memory = " ".join(f"{name} {'-' if value is None else f'{value:.0f} MB'}" for name, value in
-                      (("loaded", figures["rss_mb_loaded"]), ("peak", figures["rss_mb_peak"])))
+                      (("before the model", figures["rss_mb_before"]),
+                       ("loaded", figures["rss_mb_loaded"]), ("peak", figures["rss_mb_peak"])))
     print(f"size            {figures['disk_mb']:.1f} MB on disk; memory (server + client) {memory}")
 
 
@@ -201,6 +203,7 @@ def main(args: argparse.Namespace) -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
     config = load_config(args.config, args.overrides)
     threads = set_threads(config.training.threads)
+    rss_before = status_mb("VmRSS")  # Python, torch and the server's code, no model yet
     registry, plan, loaded = load(config, args.overrides)
     server, url = start_server(registry)
     rss_loaded = status_mb("VmRSS")
@@ -209,7 +212,7 @@ def main(args: argparse.Namespace) -> None:
     rss_peak = status_mb("VmHWM")  # after the load test, before the page's (other processes)
     figures = {"run": config.name, "label": plan.label or "best", "machine": cpu_model(),
                "threads": threads, "decoder": decoder(plan), "beam": args.beam, **measured,
-               "rss_mb_loaded": rss_loaded, "rss_mb_peak": rss_peak,
+               "rss_mb_before": rss_before, "rss_mb_loaded": rss_loaded, "rss_mb_peak": rss_peak,
                "disk_mb": round(disk_mb(plan), 2)}
     page = page_seconds(url, texts[0])
     server.should_exit = True

@@ -94,12 +94,16 @@ class EngineSearch:
             raise NMTError(f"{self.folder}: no such CTranslate2 model folder; export the model first")
         # search.workers as CT2 has it: `workers` batches searched side by side (inter_threads),
         # the threads shared among them (intra_threads), as nmt/decoding/workers.py forks ours
-        threads = threads or torch.get_num_threads()
+        torch_threads = torch.get_num_threads()
+        threads = threads or torch_threads
         self.workers = max(1, min(workers or threads, threads))
         try:
             self.translator = ctranslate2.Translator(
                 str(self.folder), device="cpu", compute_type=compute_type,
                 intra_threads=max(1, threads // self.workers), inter_threads=self.workers)
+            # CT2 sets this thread's OpenMP threads to its intra_threads, which torch shares:
+            # give torch back its own (its workers set theirs in their own threads)
+            torch.set_num_threads(torch_threads)
         except (RuntimeError, ValueError) as error:
             raise NMTError(f"{self.folder}: not a usable CTranslate2 model folder ({error}); "
                            f"export the model again") from None

@@ -8,7 +8,7 @@ One JSON object a line, one per (machine, row name), with the columns of `make r
   (the README's table lists these rows);
 - `alignment`: the AER, in points, of every extraction alignment.json holds ("attention argmax",
   "posterior grow-diag-final-and", ...: nmt/align/stage.py's `evaluation_key`);
-- `requests_per_second`, `serve_clients`, `serve_failed`, `disk_mb`, `serve_mb_peak`,
+- `requests_per_second`, `serve_clients`, `serve_failed`, `disk_mb`, `serve_mb_peak`, `serve_mb_models`,
   `serve_machine`: `make serve` measured by bench/bench_serve.py --record (serving.<label>.json),
   only on the rows that have one;
 - `clean_read`, `clean_dropped`: the pairs data.clean's filters saw and what each dropped
@@ -41,7 +41,7 @@ NOT_RECORDED = "machine not recorded"  # report.py's machine() for a run without
 KEPT = [key for key, _ in COLUMNS] + ["machine", "run", "label", "split", "signature",
                                       "chrf_signature", "source", "recipe", "alignment"]
 SERVING = ["requests_per_second", "serve_clients", "serve_failed", "disk_mb", "serve_mb_peak",
-           "serve_machine"]  # nmt/evaluation/run_row.py's add_serving
+           "serve_mb_models", "serve_machine"]  # nmt/evaluation/run_row.py's add_serving
 KEPT += SERVING + CLEANING
 # `python scripts/train.py configs/x.yaml`, and nothing after it: the config file as it is
 TRAIN_COMMAND = re.compile(r"scripts/train\.py\s+(configs/\S+\.yaml)\s*$")

@@ -38,7 +38,8 @@ EXTRACTIONS = [("attention argmax", "attention: argmax"),
                ("eflomal grow-diag-final-and", "eflomal: grow-diag-final-and")]
 SERVING_CLIENTS = 8  # the clients of the Serving table's title; other counts say theirs
 SERVING_COLUMNS = ["run (label)", "machine", "dev BLEU", "test BLEU", "± 95%", "len. ratio", "sentences/s (make eval)",
-                   f"requests/s @{SERVING_CLIENTS} clients", "failed", "disk MB", "serve MB (peak)"]
+                   f"requests/s @{SERVING_CLIENTS} clients", "failed", "disk MB", "serve MB (peak)",
+                   "of which models MB"]
 RECIPE_COLUMNS = [("parameters", "params"), ("step", "steps"), ("train_seconds", "train time"),
                   ("test_bleu", "test BLEU"), ("bleu_ci", "± 95%"), ("length_ratio", "len. ratio"),
                   ("chrf", "chrF"), ("sentences_per_second", "sent/s")]
@@ -89,7 +90,8 @@ def serving_table(entries: list[dict]) -> str | None:
         return None
     lines = ["### Serving", "",
              "`make serve` on one machine: `python bench/bench_serve.py CONFIG [overrides] --record` "
-             "(requests answered per second, the server and its client in one process).", "",
+             "(requests answered per second, the server and its client in one process; its peak "
+             "memory, and of it what loading and serving the models added to the bare server's).", "",
              "| " + " | ".join(SERVING_COLUMNS) + " |", "|---|---|" + "---:|" * (len(SERVING_COLUMNS) - 2)]
     by_label = {(e["machine"], e.get("run"), e.get("label")): e for e in entries}
     for entry in served:
@@ -108,7 +110,8 @@ def serving_table(entries: list[dict]) -> str | None:
                  format_cell("length_ratio", row.get("length_ratio")),
                  format_cell("sentences_per_second", row.get("sentences_per_second")), rate,
                  format_cell("serve_failed", entry.get("serve_failed")),
-                 _mb(entry.get("disk_mb"), 1), _mb(entry.get("serve_mb_peak"), 0)]
+                 _mb(entry.get("disk_mb"), 1), _mb(entry.get("serve_mb_peak"), 0),
+                 _mb(entry.get("serve_mb_models"), 0)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

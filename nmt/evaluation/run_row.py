@@ -68,6 +68,9 @@ def add_serving(row: dict[str, Any], serving: dict | None) -> None:
     row["serve_failed"] = serving.get("failed")
     row["disk_mb"] = serving.get("disk_mb")  # the files its plan decodes with
     row["serve_mb_peak"] = serving.get("rss_mb_peak")  # the serving process's peak resident memory
+    before = serving.get("rss_mb_before")  # ... of which the models and their serving added:
+    row["serve_mb_models"] = (None if before is None or row["serve_mb_peak"] is None
+                              else round(row["serve_mb_peak"] - before, 1))
 
 
 def run_row(run: Path) -> tuple[dict, dict | None] | None:

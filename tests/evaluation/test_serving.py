@@ -21,7 +21,7 @@ def _write(path: Path, data: dict) -> None:
 def _serving(label: str, rate: float, failed: int = 0, clients: int = 8) -> dict:
     return {"run": "x", "label": label, "machine": "AMD EPYC", "threads": 2, "beam": 5,
             "requests_per_second": rate, "clients": clients, "requests": 200, "failed": failed,
-            "median_ms": 20.0, "p90_ms": 30.0, "rss_mb_loaded": 400.0, "rss_mb_peak": 612.4,
+            "median_ms": 20.0, "p90_ms": 30.0, "rss_mb_before": 300.0, "rss_mb_loaded": 400.0, "rss_mb_peak": 612.4,
             "disk_mb": 24.56}
 
 
@@ -51,6 +51,7 @@ def test_a_serving_file_puts_its_figures_on_the_row_of_its_label(tmp_path):
     teacher = rows["tatoeba (ensemble.average_best5.rerank)"]
     assert teacher["requests_per_second"] == 9.87 and teacher["serve_failed"] == 1
     assert teacher["disk_mb"] == 24.56 and teacher["serve_mb_peak"] == 612.4
+    assert teacher["serve_mb_models"] == 312.4
     assert teacher["serve_machine"] == "AMD EPYC, 2 threads" and teacher["serve_clients"] == 8
     assert rows["tatoeba_student (ctranslate2-int8)"]["requests_per_second"] == 154.25
     for plain in ("tatoeba", "tatoeba_student", "tatoeba_student (ctranslate2-float32)",
@@ -77,11 +78,11 @@ def test_the_serving_table_lists_the_rows_with_serving_figures(tmp_path):
     serving = text.split("### Serving")[1].split(END)[0]
     assert ("| run (label) | machine | dev BLEU | test BLEU | ± 95% | len. ratio | sentences/s (make eval) | "
             "requests/s @8 clients "
-            "| failed | disk MB | serve MB (peak) |") in serving
+            "| failed | disk MB | serve MB (peak) | of which models MB |") in serving
     assert ("| `tatoeba (ensemble.average_best5.rerank)` | AMD EPYC, 2 threads | - | 36.50 | - | - | 12 | 9.9 "
-            "| 1 | 24.6 | 612 |") in serving
+            "| 1 | 24.6 | 612 | 312 |") in serving
     assert "| `tatoeba_student (ctranslate2-int8)` | AMD EPYC, 2 threads | 33.10 | 34.20 | - | - | 310 | " \
-           "154.2 (4 clients) | 0 | 24.6 | 612 |" in serving
+           "154.2 (4 clients) | 0 | 24.6 | 612 | 312 |" in serving
     assert "ctranslate2-float32" not in serving and "| gone |" in text.split("### Serving")[0]
 
 

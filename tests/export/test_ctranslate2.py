@@ -240,7 +240,9 @@ def test_batches_searched_side_by_side_give_the_same_hypotheses(copier):
     model, folder = copier
     search = search_config(beam_size=3, batch_size=4)
     one = EngineSearch(folder, threads=1).search(SOURCES, search, SRC_VOCAB, TGT_VOCAB, True)
+    threads = torch.get_num_threads()
     engine = EngineSearch(folder, threads=2, workers=2)
+    assert torch.get_num_threads() == threads  # CT2 set them to 1 for this thread: given back
     assert engine.translator.num_translators == 2
     two = engine.search(SOURCES, search, SRC_VOCAB, TGT_VOCAB, True)
     assert [[(h.tokens, h.score) for h in hyps] for hyps in two] == \
