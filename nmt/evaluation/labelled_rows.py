@@ -26,10 +26,10 @@ def labelled_rows(run: Path, own: dict, by_name: dict[str, dict]) -> list[dict]:
         if results is None:
             continue
         named = path.name[len("results."):-len(".json")]  # serving.<named>.json: its serving
-        label = results.get("label") or named
-        split = results.get("split", "test")
-        if split != "test" and not label.endswith(f".{split}"):  # beside the test row, not on it
+        label, split = results.get("label"), results.get("split", "test")
+        if label and split != "test" and not label.endswith(f".{split}"):  # beside its test row
             label = f"{label}.{split}"
+        label = label or named  # results.dev.json: "dev"
         row = {key: own.get(key) for key, _ in COLUMNS
                if key not in ("dev_bleu", "aer", "aer_posterior")}
         row |= {"name": f"{own['name']} ({label})", "run": own["name"], "machine": own.get("machine"),

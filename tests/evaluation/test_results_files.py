@@ -20,5 +20,7 @@ def test_a_dev_score_never_replaces_the_test_score(smoke_config):
     assert json.loads(results_path(run, "ensemble").read_text())["bleu"] == 30.0
     assert json.loads((run / "results.ensemble.dev.json").read_text())["split"] == "dev"
     assert split_label(None, "dev") == "dev" and split_label(None, "test") is None
+    write_results(dev, None, ["c"], {**scores, "label": None, "bleu": 10.0})  # results.dev.json
     rows = {row["name"]: row["test_bleu"] for row in labelled_rows(run, {"name": run.name}, {})}
-    assert rows == {f"{run.name} (ensemble)": 30.0, f"{run.name} (ensemble.dev)": "20.00 (dev)"}
+    assert rows == {f"{run.name} (ensemble)": 30.0, f"{run.name} (ensemble.dev)": "20.00 (dev)",
+                    f"{run.name} (dev)": "10.00 (dev)"}
