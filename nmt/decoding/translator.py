@@ -228,8 +228,9 @@ class EngineTranslator(Translator):
         from nmt.decoding.engine_search import EngineSearch  # the engine's package: only here
 
         # The engine's own log-probabilities (renormalized over the tokens allowed at each step),
-        # not rescored by teacher forcing: the same best translations in a fifth less time
-        # (bench/bench_engine.py); tests/export/test_ctranslate2.py holds both to ours.
+        # not rescored by teacher forcing: the same best translations without a second pass
+        # (what it saves: bench/bench_engine.py); tests/export/test_ctranslate2.py holds both
+        # to ours.
         self.engine = EngineSearch(export.engine_dir, exact_scores=False,
                                    workers=plan.search.workers)
 

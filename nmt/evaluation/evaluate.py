@@ -40,6 +40,7 @@ from nmt.decoding.plan import DecodingPlan
 from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
 from nmt.evaluation.length import format_buckets, length_buckets
+from nmt.evaluation.run_files import split_label
 from nmt.evaluation.significance import bleu_interval
 from nmt.io import atomic_write_json, atomic_write_lines, file_sha256, read_lines
 from nmt.runtime import cpu_model
@@ -154,12 +155,6 @@ def write_results(config: Config, label: str | None, hypotheses: list[str], scor
     _log_to_tensorboard(run_dir / "tensorboard", results["step"], results["bleu"], results["chrf"],
                         "eval" if label is None else f"eval_{label}")
     return results
-
-
-def split_label(label: str | None, split: str) -> str | None:
-    """The label of a results file: a dev score's ends in ".dev", so that it never replaces the
-    test score of the same decoding (results.<label>.json)."""
-    return label if split == "test" else ".".join(part for part in (label, split) if part)
 
 
 def results_path(run_dir: Path, label: str | None) -> Path:

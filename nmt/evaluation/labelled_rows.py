@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from nmt.evaluation.report_table import COLUMNS
-from nmt.evaluation.run_files import read_json
+from nmt.evaluation.run_files import read_json, split_label
 from nmt.evaluation.run_row import add_scores, add_serving
 
 
@@ -27,8 +27,8 @@ def labelled_rows(run: Path, own: dict, by_name: dict[str, dict]) -> list[dict]:
             continue
         named = path.name[len("results."):-len(".json")]  # serving.<named>.json: its serving
         label, split = results.get("label"), results.get("split", "test")
-        if label and split != "test" and not label.endswith(f".{split}"):  # beside its test row
-            label = f"{label}.{split}"
+        if label and not label.endswith(f".{split}"):  # a dev score: beside its test row
+            label = split_label(label, split)
         label = label or named  # results.dev.json: "dev"
         row = {key: own.get(key) for key, _ in COLUMNS
                if key not in ("dev_bleu", "aer", "aer_posterior")}

@@ -12,6 +12,12 @@ import yaml
 log = logging.getLogger(__name__)
 
 
+def split_label(label: str | None, split: str) -> str | None:
+    """The label of a results file: a dev score's ends in ".dev", so that it never replaces the
+    test score of the same decoding (results.<label>.json)."""
+    return label if split == "test" else ".".join(part for part in (label, split) if part)
+
+
 def read_json(path: Path) -> dict | None:
     if not path.is_file():
         return None
