@@ -1,13 +1,18 @@
 # zh→en NMT with attention. `make train` sets everything up and trains the default experiment;
-# `make test` runs the test suite. Every stage takes CONFIG=configs/<experiment>.yaml.
+# `make test` runs the test suite. Every stage takes CONFIG=configs/<experiment>.yaml, and
+# ARGS="section.key=value ..." of which each stage gets the keys it reads (see ARGS below).
+# `make setup` needs a C compiler (eflomal builds from source).
 #
 #   make train CONFIG=configs/tatoeba_dot.yaml ARGS="training.lr=3e-4"
-#   make train NPROC=2                  # two processes with torchrun (DistributedDataParallel)
+#   make eval ARGS="eval.channel_weight=0"       # scored without the channel model; no retraining
+#   make student ARGS="training.max_minutes=60"  # the student's minutes; the teacher's: TEACHER_ARGS
+#   make train NPROC=3                  # the default's 3 models, a torchrun process each (DDP)
 #   make setup TORCH="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"   # a GPU build
 
 CONFIG  ?= configs/tatoeba.yaml
 STUDENT ?= configs/tatoeba_student.yaml
 ARGS    ?=
+TEACHER_ARGS ?=
 PYTHON  ?= python3
 TORCH   ?= torch==2.13.0
 DATA_MIRROR ?= ../shared/data
@@ -30,13 +35,65 @@ PY      := $(VENV)/bin/python
 CORPUS  := data/raw/cmn-eng/cmn.txt
 RUNS    := runs
 
+# ARGS, stage by stage (nmt/config/stages.py says which keys each stage reads): name, seed,
+# runs_dir and data.* reach every stage; model.*, training.* and distill.* reach train and the
+# stages that load the trained run; search.*, eval.* and export.* reach the stages that decode,
+# never train (`make eval ARGS="search.beam_size=10"` leaves the run's training and its
+# config.yaml as they were); serve.* reaches serve alone. Options (-v, --checkpoint FILE, ...)
+# go to the target's own script, not to the stages run first. A key that no stage of the
+# target reads stops make before any work. `make student`: ARGS go to the student's stages and
+# TEACHER_ARGS to the teacher's prepare and train (e.g. TEACHER_ARGS="training.max_minutes=40").
+# The tool needs the standard library alone: .venv's Python where there is one, else PYTHON.
+STAGE_TOOL := PYTHONPATH='$(CURDIR)' $(if $(wildcard $(PY)),$(PY),$(PYTHON)) -m nmt.config.stages
+# $(call args_for,STAGE,WORDS): the words STAGE gets (its keys and the options); keys_for: its keys
+args_for = $(if $(strip $(2)),$(shell $(STAGE_TOOL) pick $(1) -- $(2)))
+keys_for = $(if $(strip $(2)),$(shell $(STAGE_TOOL) pick --keys $(1) -- $(2)))
+# The stages each target runs with ARGS (make student: the student's; TEACHER_ARGS: the teacher's)
+STAGES_prepare    := prepare
+STAGES_train      := prepare train
+STAGES_eval       := prepare train evaluate
+STAGES_tune       := prepare train tune
+STAGES_student    := train evaluate
+STAGES_translate  := translate
+STAGES_serve      := serve
+STAGES_align      := align
+STAGES_align-eval := prepare align
+STAGES_bench      := prepare train evaluate align serve
+# $(call refusal,VARIABLE,STAGES): why VARIABLE's keys cannot run through STAGES; empty if they can
+refusal = $(filter-out ok,$(if $(and $(strip $($(1))),$(strip $(2))),$(shell \
+	$(STAGE_TOOL) check $(1) '$(MAKECMDGOALS)' $(2) -- $($(1)) 2>&1)))
+ARGS_REFUSAL := $(call refusal,ARGS,$(foreach goal,$(MAKECMDGOALS),$(STAGES_$(goal))))
+TEACHER_REFUSAL := $(call refusal,TEACHER_ARGS,$(if $(filter student,$(MAKECMDGOALS)),prepare train))
+$(if $(ARGS_REFUSAL),$(error $(ARGS_REFUSAL)))
+$(if $(TEACHER_REFUSAL),$(error $(TEACHER_REFUSAL)))
+ifneq ($(and $(filter command line,$(origin TEACHER_ARGS)),$(strip $(TEACHER_ARGS))),)
+ifeq ($(filter student,$(MAKECMDGOALS)),)
+$(error TEACHER_ARGS is read by make student alone (its teacher's prepare and train): leave it \
+	out, or give its keys in ARGS)
+endif
+endif
+
+# The ARGS of the run that prepare and train work on: the teacher's under make student. Run
+# first for another target, they get their keys of it and none of its options.
+RUN_ARGS = $(ARGS)
+student: RUN_ARGS = $(TEACHER_ARGS)
+PREPARE_ARGS = $(call args_for,prepare,$(RUN_ARGS))
+TRAIN_ARGS = $(call args_for,train,$(RUN_ARGS))
+train eval tune student align-eval bench: PREPARE_ARGS = $(call keys_for,prepare,$(RUN_ARGS))
+eval tune: TRAIN_ARGS = $(call keys_for,train,$(RUN_ARGS))
+
 .PHONY: setup data prepare train student tune eval translate serve align align-eval report compare docs tensorboard lint test test-fast bench clean help
 
 help: ## every target, one line each
-	@sed -n '1,6p' Makefile
+	@awk '!/^#/ {exit} {print}' Makefile
 	@awk -F ':.*## ' '/^[a-z-]+:.*## / {printf "  make %-12s %s\n", $$1, $$2}' Makefile
 
+# eflomal (the align extra) compiles from source: say so before pip fails deep in its build
 $(VENV)/.installed: pyproject.toml
+	@command -v "$${CC:-cc}" >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || { \
+		echo "make setup: no C compiler (cc or gcc) found; eflomal builds from source. Install" \
+			"one: on Debian/Ubuntu sudo apt-get install build-essential, on macOS" \
+			"xcode-select --install" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(TORCH)
@@ -51,7 +108,7 @@ $(CORPUS): | $(VENV)/.installed
 data: $(CORPUS) ## get the Tatoeba corpus into data/raw/ (from DATA_MIRROR, else the public export)
 
 prepare: data ## clean, split, segment and index the corpus: data/prepared/<hash>/
-	$(PY) scripts/prepare.py $(CONFIG) $(ARGS)
+	$(PY) scripts/prepare.py $(CONFIG) $(PREPARE_ARGS)
 
 # One machine: --standalone picks a free port, so two jobs never join each other by mistake.
 # Several: the static rendezvous keeps NODE_RANK (c10d would ignore it), so rank 0, which writes
@@ -66,30 +123,31 @@ TRAIN_CMD := $(VENV)/bin/torchrun --nnodes $(NNODES) --nproc-per-node $(NPROC) -
 endif
 
 train: prepare ## set up, get the data, prepare it and train CONFIG (default: the best recipe, 30 min)
-	$(TRAIN_CMD) $(CONFIG) $(ARGS)
+	$(TRAIN_CMD) $(CONFIG) $(TRAIN_ARGS)
 
 # The default run (CONFIG) distilled into one small Transformer (STUDENT): trained on the
 # teacher's translations of the training sources, exported for CTranslate2 in int8 and scored on
 # the test split. Then `make eval|translate|serve CONFIG=$(STUDENT)` decode with the engine.
+# ARGS reach the student's train and evaluate alone; TEACHER_ARGS the teacher's make train.
 student: train ## distil the trained default into a small Transformer on CTranslate2, then score it
-	$(PY) scripts/train.py $(STUDENT) $(ARGS)
-	$(PY) scripts/evaluate.py $(STUDENT) $(ARGS)
+	$(PY) scripts/train.py $(STUDENT) $(call args_for,train,$(ARGS))
+	$(PY) scripts/evaluate.py $(STUDENT) $(call args_for,evaluate,$(ARGS))
 
 # Training resumes or, when the run has finished, returns at once: eval always scores a trained model.
 eval: train ## score CONFIG's run on its test split: BLEU ± 95%, chrF, length (train first if needed)
-	$(PY) scripts/evaluate.py $(CONFIG) $(ARGS)
+	$(PY) scripts/evaluate.py $(CONFIG) $(call args_for,evaluate,$(ARGS))
 
 translate: setup ## translate INPUT=file.zh (or stdin, or type interactively) with CONFIG's run
-	$(PY) scripts/translate.py $(CONFIG) $(ARGS) $(if $(INPUT),--input $(INPUT))
+	$(PY) scripts/translate.py $(CONFIG) $(call args_for,translate,$(ARGS)) $(if $(INPUT),--input $(INPUT))
 
 # The search (length penalty, coverage, word reward, rerank weights) chosen on the dev split with
 # the trained models: runs/<name>/search.tuned.yaml, which eval, translate and serve then use
 tune: train ## choose the search settings and rerank weights on the dev split
-	$(PY) scripts/tune.py $(CONFIG) $(ARGS)
+	$(PY) scripts/tune.py $(CONFIG) $(call args_for,tune,$(ARGS))
 
 # A local web page on http://127.0.0.1:$(SERVE_PORT)/: translate, see the attention and the links
 serve: setup ## a local web page and JSON API on SERVE_PORT: translations, attention, links
-	$(PY) scripts/serve.py $(CONFIG) $(ARGS) --port $(SERVE_PORT)
+	$(PY) scripts/serve.py $(CONFIG) $(call args_for,serve,$(ARGS)) --port $(SERVE_PORT)
 
 # Word alignment in Pharaoh format (INPUT: Chinese<TAB>English lines); align-eval scores the
 # gold links: runs/<name>/alignment.json, or runs/eflomal-char/ with ALIGNER=eflomal.
@@ -98,10 +156,10 @@ serve: setup ## a local web page and JSON API on SERVE_PORT: translations, atten
 # (ARGS="--reverse PATH": another reverse model for bidirectional).
 ALIGN_OPTIONS = --aligner $(ALIGNER) $(if $(WEIGHTS),--weights $(WEIGHTS)) $(if $(METHOD),--method $(METHOD))
 align: setup ## word links of INPUT (Chinese<TAB>English lines), Pharaoh format
-	$(PY) scripts/align.py $(CONFIG) $(ARGS) $(ALIGN_OPTIONS) $(if $(INPUT),--input $(INPUT))
+	$(PY) scripts/align.py $(CONFIG) $(call args_for,align,$(ARGS)) $(ALIGN_OPTIONS) $(if $(INPUT),--input $(INPUT))
 
 align-eval: prepare ## attention as alignment: AER against the gold links (GOLD)
-	$(PY) scripts/align.py $(CONFIG) $(ARGS) $(ALIGN_OPTIONS) --gold $(GOLD)
+	$(PY) scripts/align.py $(CONFIG) $(call args_for,align,$(ARGS)) $(ALIGN_OPTIONS) --gold $(GOLD)
 
 # ARGS="--markdown --commands": a table for the README, and how each run was made
 report: setup ## one table of every run under runs/
@@ -134,10 +192,10 @@ test-fast: setup ## the unit tests alone (no end-to-end stages)
 
 bench: prepare ## speed of prepare, training, decoding, alignment and serving on this machine
 	$(PY) bench/bench_prepare.py $(CORPUS)
-	$(PY) bench/bench_train.py $(CONFIG) $(ARGS)
-	$(PY) bench/bench_decode.py $(CONFIG) $(ARGS)
-	$(PY) bench/bench_align.py $(CONFIG) $(ARGS)
-	$(PY) bench/bench_serve.py $(CONFIG) $(ARGS)
+	$(PY) bench/bench_train.py $(CONFIG) $(call args_for,train,$(ARGS))
+	$(PY) bench/bench_decode.py $(CONFIG) $(call args_for,evaluate,$(ARGS))
+	$(PY) bench/bench_align.py $(CONFIG) $(call args_for,align,$(ARGS))
+	$(PY) bench/bench_serve.py $(CONFIG) $(call args_for,serve,$(ARGS))
 
 clean: ## remove runs/, data/prepared/ and caches
 	rm -rf $(RUNS) data/prepared .pytest_cache

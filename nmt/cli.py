@@ -1,7 +1,7 @@
 """What every script in scripts/ shares: logging set-up and errors without tracebacks.
 
-A script is thin: it builds an argparse parser, adds `config_arguments`, and hands a `main(args)`
-to `run_cli`:
+A script is thin: it builds an argparse parser, adds `config_arguments` with its stage, and
+hands a `main(args)` to `run_cli`:
 
     def main(args):
         config = load_config(args.config, args.overrides)
@@ -9,11 +9,13 @@ to `run_cli`:
 
     if __name__ == "__main__":
         parser = argparse.ArgumentParser(description=__doc__)
-        config_arguments(parser)
+        config_arguments(parser, "evaluate")
         run_cli(main, parser)
 
-An NMTError (bad config, missing data, ...) is printed as `error: <message>` on stderr with exit
-status 2; any other exception is a bug and keeps its traceback.
+An override of a key the stage does not read (nmt/config/stages.py: `search.beam_size=3` to
+train) is refused before `main` runs. An NMTError (bad config, missing data, ...) is printed as
+`error: <message>` on stderr with exit status 2; any other exception is a bug and keeps its
+traceback.
 
 This module must not import torch: a decoding script calls `sleep_while_waiting` before torch
 loads OpenMP, which reads its wait policy then.
@@ -30,15 +32,21 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
+from nmt.config.stages import STAGES, check_overrides
 from nmt.errors import NMTError
 from nmt.logs import setup_logging
 
 
-def config_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the positional experiment YAML and its `section.key=value` overrides."""
+def config_arguments(parser: argparse.ArgumentParser, stage: str | None = None) -> None:
+    """Add the positional experiment YAML and its `section.key=value` overrides; with `stage`
+    (a key of nmt/config/stages.py's STAGES), `run_cli` refuses an override it does not read."""
+    if stage is not None and stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; one of {', '.join(STAGES)}")
     parser.add_argument("config", help="experiment YAML, e.g. configs/tatoeba.yaml")
     parser.add_argument("overrides", nargs="*", metavar="section.key=value",
-                        help="override config values, e.g. data.workers=1 training.lr=3e-4")
+                        help="override config values, e.g. data.workers=1 training.lr=3e-4"
+                             + (f" (the keys the {stage} stage reads)" if stage else ""))
+    parser.set_defaults(config_stage=stage)
 
 
 def run_cli(main: Callable[[argparse.Namespace], None], parser: argparse.ArgumentParser,
@@ -48,6 +56,8 @@ def run_cli(main: Callable[[argparse.Namespace], None], parser: argparse.Argumen
     args = parser.parse_intermixed_args(argv)  # overrides may follow options too
     setup_logging(logging.DEBUG if args.verbose else logging.INFO)
     try:
+        check_overrides(getattr(args, "config_stage", None), getattr(args, "overrides", ()),
+                        parser.prog if parser.prog.endswith(".py") else "")
         main(args)
     except NMTError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -93,7 +93,7 @@ def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    config_arguments(parser)
+    config_arguments(parser, "align")
     parser.add_argument("--input", help="pairs to align, one a line (default: stdin)")
     parser.add_argument("--output", help="where the links go (default: stdout)")
     parser.add_argument("--gold", help="a gold alignment file: align its pairs and score them")

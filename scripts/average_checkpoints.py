@@ -42,7 +42,7 @@ def positive_int(text: str) -> int:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    config_arguments(parser)
+    config_arguments(parser, "average")
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--last", type=positive_int, metavar="N", help="the N newest step checkpoints")
     which.add_argument("--best", type=positive_int, metavar="N",

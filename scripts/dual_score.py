@@ -74,6 +74,6 @@ def show_kinds(kinds: list[str], lines: list[str], scores) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    config_arguments(parser)
+    config_arguments(parser, "dual_score")
     parser.add_argument("--kinds", help="the noised corpus's kinds (bench/bench_clean.py --out)")
     run_cli(main, parser)

@@ -46,7 +46,7 @@ def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    config_arguments(parser)
+    config_arguments(parser, "evaluate")
     parser.add_argument("--checkpoint", action="append",
                         help="a checkpoint file (default: eval.ensemble, eval.average, else the "
                              "run's eval.checkpoint); repeat it or separate paths by commas to "

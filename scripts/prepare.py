@@ -22,5 +22,5 @@ def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    config_arguments(parser)
+    config_arguments(parser, "prepare")
     run_cli(main, parser)

@@ -109,7 +109,7 @@ def to_stdout(translator: Translator, lines, chunk: int, attention_dir: Path | N
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    config_arguments(parser)
+    config_arguments(parser, "translate")
     parser.add_argument("--input", help="Chinese text, one sentence a line (default: stdin)")
     parser.add_argument("--output", help="where the English goes (default: stdout)")
     parser.add_argument("--checkpoint", action="append",
