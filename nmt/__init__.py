@@ -17,7 +17,11 @@ def __getattr__(name: str):
         from nmt.decoding.translator import Translator
 
         return Translator
+    if name == "materialize_run":
+        from nmt.decoding.plan import materialize_run
+
+        return materialize_run
     raise AttributeError(f"module 'nmt' has no attribute {name!r}")
 
 
-__all__ = ["Translator"]
+__all__ = ["Translator", "materialize_run"]

@@ -21,6 +21,7 @@ the file under the final name is the previous one, untouched, and the temporary 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -171,8 +172,21 @@ def read_lines(path: str | Path) -> list[str]:
     return decode_lines(Path(path).read_bytes(), str(path))
 
 
+def short_hash(value: Any, length: int = 6) -> str:
+    """The first `length` hex digits of the SHA-256 of `value` as sorted JSON: a name for it."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:length]
+
+
 def file_sha256(path: str | Path) -> str:
-    """The SHA-256 of a file's bytes, read in blocks: what a results file records of its outputs."""
+    """The SHA-256 of a file's bytes, read in blocks: what a results file records of its outputs,
+    and what names a checkpoint in a decoding plan. Remembered for the same file, size and
+    modification time, so a plan resolved again does not read its checkpoints again."""
+    stat = os.stat(path)
+    return _sha256_of(os.path.realpath(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _sha256_of(path: str, size: int, mtime_ns: int) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as file:
         for block in iter(lambda: file.read(1 << 20), b""):

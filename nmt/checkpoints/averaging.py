@@ -11,6 +11,8 @@ equivalents). It needs `training.keep_checkpoints: N`, which keeps checkpoints/s
 
 A run with fewer than N (a short run) is an error for scripts/average_checkpoints.py, which asks
 for N by name; `eval.average` (`make eval`) averages the ones there are, with a warning.
+Resolving a decoding plan only reads (`planned_average`: is the average written, from these
+sources' contents?); the averaging step (`write_planned`, nmt/decoding/materialize.py) writes.
 
 Each checkpoint contributes its translation weights (the moving average where training kept
 one, see `inference_weights`). Floating-point tensors are summed in float64 and divided by N, so
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,7 @@ from nmt.checkpoints.file import (inference_weights, load_checkpoint, make_check
                                   step_checkpoints)
 from nmt.config.migrate import model_in_sections
 from nmt.errors import NMTError
+from nmt.io import file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +110,9 @@ def average_weights(weights: list[dict[str, torch.Tensor]], names: list[str]
 
 
 def average_checkpoints(paths: Sequence[str | Path]) -> dict[str, Any]:
-    """A checkpoint whose weights are the mean of `paths`' translation weights."""
+    """A checkpoint whose weights are the mean of `paths`' translation weights. Its
+    "averaged_from" names each source by file name and content (SHA-256), never by how its path
+    was spelled, so the same sources give the same bytes however the run folder was reached."""
     if not paths:
         raise NMTError("checkpoint averaging needs at least one checkpoint")
     names = [str(p) for p in paths]
@@ -126,8 +132,9 @@ def average_checkpoints(paths: Sequence[str | Path]) -> dict[str, Any]:
         newest["config"], newest["src_vocab"], newest["tgt_vocab"], model,
         progress=dict(newest.get("progress") or {}),
         subword=newest.get("subword"),  # the sentencepiece models travel with the weights
-        averaged_from=[{"checkpoint": name, "step": step, "dev_score": c.get("dev_score")}
-                       for name, step, c in zip(names, steps, checkpoints)])
+        averaged_from=[{"checkpoint": Path(path).name, "sha256": file_sha256(path), "step": step,
+                        "dev_score": c.get("dev_score")}
+                       for path, step, c in zip(paths, steps, checkpoints)])
 
 
 def average_label(how: str, count: int) -> str:
@@ -147,17 +154,35 @@ def write_average(run_dir: Path, how: str, count: int, output: str | Path | None
     return output
 
 
-def average_once(run_dir: Path, how: str, count: int) -> Path:
-    """The average eval.average asks for (of fewer, with a warning, when a short run kept fewer),
-    written only when it is missing or was averaged from other checkpoints than the run keeps
-    now: choosing a run's checkpoints (nmt/checkpoints/choose.py) then only reads."""
+@dataclass(frozen=True)
+class PlannedAverage:
+    """The average eval.average asks of one run folder: where it is, what it must be averaged
+    from (by content), and whether the file there already is that average."""
+
+    output: Path  # run_dir/checkpoints/average_best5.pt
+    sources: tuple[Path, ...]  # the kept step checkpoints it averages, oldest first
+    source_sha256: tuple[str, ...]
+    written: bool  # output holds the average of exactly these sources' contents
+
+
+def planned_average(run_dir: Path, how: str, count: int) -> PlannedAverage:
+    """Only reads: the average eval.average asks for (of fewer, with a warning, when a short run
+    kept fewer) and whether it is written. An average is known by the SHA-256 of the checkpoints
+    it averages, so reaching the run by another spelling of its path finds the same one."""
     folder = Path(run_dir) / "checkpoints"
     output = folder / f"{average_label(how, count)}.pt"
     sources = select_checkpoints(folder, how, count, allow_fewer=True)
+    shas = tuple(file_sha256(path) for path in sources)
+    written = False
     if output.is_file():
-        written = [entry.get("checkpoint")
-                   for entry in load_checkpoint(output, glance=True).get("averaged_from") or []]
-        if written == [str(path) for path in sources]:
-            return output
-    save_checkpoint(output, average_checkpoints(sources))
-    return output
+        entries = load_checkpoint(output, glance=True).get("averaged_from") or []
+        written = tuple(entry.get("sha256") for entry in entries) == shas
+    return PlannedAverage(output, tuple(sources), shas, written)
+
+
+def write_planned(average: PlannedAverage) -> Path:
+    """The averaging step: writes `average` unless it is written already."""
+    if not average.written:
+        save_checkpoint(average.output, average_checkpoints(list(average.sources)))
+        log.info("averaged %d checkpoints into %s", len(average.sources), average.output)
+    return average.output

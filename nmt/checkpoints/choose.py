@@ -6,14 +6,16 @@ Read by nmt/decoding/plan.py, which every way into decoding goes through. In ord
   an ensemble;
 - `eval.ensemble`: those checkpoints, as an ensemble;
 - with `training.members` > 1, one checkpoint per translating member
-  (nmt/checkpoints/member_dirs.py), each chosen as below, as an ensemble;
+  (the run manifest, nmt/checkpoints/manifest.py), each chosen as below, as an ensemble;
 - `eval.average: last:N | best:N`: the average of the run's kept step checkpoints
   (nmt/checkpoints/averaging.py; nmt/decoding/plan.py writes it, once, before anything chooses);
 - else the run's own `eval.checkpoint`: runs/<name>/checkpoints/best.pt (or last.pt), falling
   back to the other one.
 
-Choosing only reads. The run's own checkpoint writes results.json; anything else gets a label and
-results of its own (`Chosen.label`): "ensemble", average_last5 etc., or the checkpoint file's name.
+Choosing only reads. The run's own best.pt writes results.json; anything else gets a label and
+results of its own (`Chosen.label`, nmt/decoding/plan_labels.py): "ensemble", average_last5
+etc., "last", a step checkpoint's name, or for files from elsewhere and eval.ensemble their name
+and a hash of their contents.
 
 `load_chosen` loads the chosen checkpoints as one model; several become an `Ensemble`
 (nmt/model/ensemble.py) once `load_ensemble` has checked that they read and write the same ids
@@ -32,23 +34,24 @@ import torch
 
 from nmt.checkpoints.averaging import average_label, parse_average
 from nmt.checkpoints.file import load_checkpoint, model_from_checkpoint
-from nmt.checkpoints.member_dirs import translating_run_dirs
+from nmt.checkpoints.manifest import translating_run_dirs
 from nmt.config.schema import Config, differing_data_keys
 from nmt.data.vocab import Vocab
 from nmt.errors import NMTError
+from nmt.io import file_sha256, short_hash
 from nmt.model import TranslationModel
 from nmt.model.ensemble import Ensemble
 from nmt.runtime import pick_device
 
 log = logging.getLogger(__name__)
 
-RUN_CHECKPOINTS = ("best.pt", "last.pt")  # the run's own: scored into results.json
+RUN_CHECKPOINTS = ("best.pt", "last.pt")  # the run's own
 
 
 @dataclass
 class Chosen:
     paths: list[Path]  # one checkpoint, or an ensemble's members
-    label: str | None  # names results.<label>.json; None for the run's own checkpoint
+    label: str | None  # names results.<label>.json; None for the run's own best.pt
 
 
 def choose_checkpoints(config: Config, checkpoint: str | Path | list | None = None,
@@ -63,16 +66,46 @@ def choose_checkpoints(config: Config, checkpoint: str | Path | list | None = No
         paths = [Path(checkpoint)]
     else:
         paths = configured_checkpoints(config)
-        if config.eval.average and not config.eval.ensemble:
-            averaged = average_label(*parse_average(config.eval.average))
-            return Chosen(paths, label or (averaged if len(paths) == 1 else f"ensemble.{averaged}"))
+        if config.eval.ensemble:
+            return Chosen(paths, label or _content_label("ensemble", paths))
+        if config.eval.average or len(paths) > 1:
+            return Chosen(paths, label or configured_label(config))
     if not paths:
         raise NMTError("no checkpoint given")
-    if label is None and len(paths) > 1:
-        label = "ensemble"
-    elif label is None and paths[0].name not in RUN_CHECKPOINTS:
-        label = paths[0].stem
+    for path in paths:
+        if not path.is_file():
+            raise NMTError(f"{path}: no such checkpoint file")
+    if label is None:
+        label = _content_label("ensemble", paths) if len(paths) > 1 else _own_label(config, paths[0])
     return Chosen(paths, label)
+
+
+def _own_label(config: Config, path: Path) -> str | None:
+    """None for the run's own best.pt; "last" for its last.pt, a step's or an average's name for
+    another file of its checkpoints/ folder, and a file from elsewhere by its name and content
+    (best-3f9a1c2b), so that no other run's best.pt writes this run's results.json."""
+    folder = (config.run_dir / "checkpoints").resolve()
+    if path.resolve().parent == folder:
+        return None if path.name == "best.pt" else path.stem
+    return _content_label(path.stem, [path])
+
+
+def _content_label(name: str, paths: list[Path]) -> str:
+    """`name` and a short hash of the files' contents (of one file: its SHA-256's start):
+    best-3f9a1c2b, ensemble-0c6e12d4."""
+    shas = [file_sha256(p) for p in paths]
+    return f"{name}-{shas[0][:8] if len(shas) == 1 else short_hash(shas, 8)}"
+
+
+def configured_label(config: Config) -> str | None:
+    """The words of the label of what eval.* chooses in the run (nmt/checkpoints/choose.py):
+    the members' ensemble, each averaged as eval.average says, or the average, or the run's own
+    checkpoint (None for best.pt, "last")."""
+    averaged = average_label(*parse_average(config.eval.average)) if config.eval.average else None
+    own = averaged or (None if config.eval.checkpoint == "best" else config.eval.checkpoint)
+    if config.training.members > 1:
+        return f"ensemble.{own}" if own else "ensemble"
+    return own
 
 
 def configured_checkpoints(config: Config) -> list[Path]:

@@ -1,5 +1,6 @@
-"""Where each model of a run trained side by side keeps its run folder, and which of them
-translate: the one owner of that question.
+"""Where each model of a run trained side by side keeps its run folder: the layout training
+writes. Readers find a run's models through its manifest (nmt/checkpoints/manifest.py), which
+training writes from this layout, never by a folder's number.
 
 A run trains `training.members` translating models and, after them, `training.channel_members`
 channel models (English → Chinese, model.direction: reverse). Model 1 trains in runs/<name>/
@@ -21,16 +22,6 @@ def member_run_dirs(config: Config) -> list[Path]:
     """runs/<name>/ (model 1) and runs/<name>/member<k>/ for every other model trained beside it."""
     return [config.run_dir] + [config.run_dir / f"member{k}"
                                for k in range(2, config.training.trained_models + 1)]
-
-
-def translating_run_dirs(config: Config) -> list[Path]:
-    """The run folders of the members that translate (training.members)."""
-    return member_run_dirs(config)[: config.training.members]
-
-
-def channel_run_dirs(config: Config) -> list[Path]:
-    """The run folders of the channel members (training.channel_members), which rerank."""
-    return member_run_dirs(config)[config.training.members:]
 
 
 def is_channel_member(config: Config, k: int) -> bool:

@@ -2,7 +2,8 @@
 `make eval`, `make translate`, `make serve` and `Translator.from_run` (nmt/evaluation/tune.py).
 
 runs/<name>/search.tuned.yaml holds `search:` keys, `eval.rerank_weights` and
-`eval.channel_weight`; a key given on the command line (`search.word_reward=0`) still wins, so a
+`eval.channel_weight`, and `tuned_on`, the SHA-256 of the checkpoints they were tuned on: a
+decoding of other checkpoints leaves the file out, with a warning. A key given on the command line (`search.word_reward=0`) still wins, so a
 tuned run can be scored both ways. nmt/decoding/plan.py applies them: every way into decoding
 goes through it.
 """
@@ -53,6 +54,16 @@ def with_tuned_search(config: Config, overrides: Sequence[str] = ()) -> Config:
             [f"search.{k}={v}" for k, v in search_values.items()]
             + [f"eval.{k}={v}" for k, v in weights.items()]))
     return dataclasses.replace(config, search=search, eval=dataclasses.replace(config.eval, **weights))
+
+
+def tuned_on(path: Path) -> list[str] | None:
+    """The SHA-256 of the checkpoints a tuned file was tuned on; None for a file written before
+    tuned files recorded them (applied as before)."""
+    try:
+        recorded = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("tuned_on")
+    except (yaml.YAMLError, AttributeError) as error:
+        raise NMTError(f"{path}: unreadable ({error}); run `make tune` again or delete it") from None
+    return None if recorded is None else [str(sha) for sha in recorded]
 
 
 def _tuned_weights(config: Config, tuned: dict) -> dict:

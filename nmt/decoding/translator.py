@@ -14,7 +14,9 @@ with a warning.
 
 Every constructor goes through a decoding plan (nmt/decoding/plan.py), so a Translator decodes a
 run exactly as `make eval` does: `from_run(run_dir)`, `from_config(config)` and
-`from_plan(plan)` decode the run's plan (its tuned search and rescoring models included);
+`from_plan(plan)` decode the run's plan (its tuned search and rescoring models included). They
+only read: a run whose averages or export are not written yet is an NMTError that says so, and
+`nmt.materialize_run(run_dir)` (or `make eval`) writes them;
 `from_checkpoint(path)` / `from_checkpoints(paths)` decode files alone, and `from_model` a model
 in memory, with the search given. A plan with an inference engine (export.engine) gives an
 EngineTranslator: the same text in and out, searched by the engine from the export folder alone.
@@ -38,7 +40,7 @@ from nmt.data.subword import SubwordSegmenter, Subwords, models_for
 from nmt.data.tokenize import ChineseSegmenter, make_tokenizers
 from nmt.data.vocab import Vocab
 from nmt.decoding.hypothesis import Hypothesis
-from nmt.decoding.plan import DecodingPlan, checkpoints_plan, plan_for, run_plan
+from nmt.decoding.plan import DecodingPlan, checkpoints_plan, resolve_plan, run_plan
 from nmt.decoding.rerank import Reranker
 from nmt.decoding.translate import decode_ids
 from nmt.decoding.translation import TargetSide, Translation
@@ -90,6 +92,7 @@ class Translator:
     def from_plan(cls, plan: DecodingPlan, keep_attention: bool = True) -> Translator:
         """The models of `plan`, loaded on its device (or its export folder, in its inference
         engine); a missing, corrupt or incompatible checkpoint is an NMTError."""
+        plan.require_ready()  # a constructor only reads: materialize_run writes what is missing
         if plan.engine is not None:
             return EngineTranslator(plan, keep_attention)
         return cls(load_chosen(plan.checkpoints, plan.device, plan.config.model.architecture),
@@ -104,7 +107,7 @@ class Translator:
         if device is not None:
             config = dataclasses.replace(config, training=dataclasses.replace(config.training,
                                                                               device=device))
-        return cls.from_plan(plan_for(config, checkpoints=checkpoint), keep_attention)
+        return cls.from_plan(resolve_plan(config, checkpoints=checkpoint), keep_attention)
 
     @classmethod
     def from_run(cls, run_dir: str | Path, device: Device = "auto",

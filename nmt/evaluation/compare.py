@@ -23,7 +23,7 @@ from pathlib import Path
 
 from nmt.config.loader import load_saved_config
 from nmt.data.prepare import load_prepared
-from nmt.decoding.plan import planned_label
+from nmt.decoding.plan_labels import planned_label
 from nmt.errors import NMTError
 from nmt.evaluation.significance import paired_bootstrap
 from nmt.io import file_sha256, read_lines
@@ -56,19 +56,40 @@ def read_side(path: str | Path) -> Side:
 
 
 def eval_results(run: Path) -> Path:
-    """The results file `make eval` writes in a run folder, by its saved config's plan and its
-    tuned search, if it has one (results.ensemble.average_best5.rerank.json for the default,
-    untuned), else results.json."""
+    """The results file `make eval` writes in a run folder: the label of the run's decoding
+    plan, resolved (only read) on this machine (results.ensemble.average_best5.rerank.json for
+    the default in float32); a run that no longer resolves (checkpoints gone) by its saved
+    config alone, and said so. Never another decoding's results in its place."""
+    from nmt.decoding.plan import run_plan
+
     try:
-        config = load_saved_config(run / "config.yaml")
-        config = dataclasses.replace(config, runs_dir=str(run.parent), name=run.name)
-        label = planned_label(config, tuned=True)
-    except NMTError:  # no or an unreadable config.yaml: the run's own checkpoint's results
-        label = None
+        label = run_plan(run, "cpu").label
+    except NMTError as error:
+        try:
+            config = load_saved_config(run / "config.yaml")
+        except NMTError:
+            return _only_results(run, error)
+        label = planned_label(dataclasses.replace(config, runs_dir=str(run.parent),
+                                                  name=run.name), tuned=True)
+        log.info("%s: its plan does not resolve (%s); reading the results its config names", run, error)
     planned = run / (f"results.{label}.json" if label else "results.json")
-    if planned.is_file() or label is None:
-        return planned
-    return planned if not (run / "results.json").is_file() else run / "results.json"
+    if not planned.is_file():
+        present = sorted(p.name for p in run.glob("results*.json"))
+        raise NMTError(f"{run}: no {planned.name}, the results of the decoding `make eval` "
+                       f"makes of it now; run `make eval`, or name one of its results files "
+                       f"({', '.join(present) or 'none'})")
+    return planned
+
+
+def _only_results(folder: Path, why: NMTError) -> Path:
+    """A folder that is not a run (results kept without their run): its one results file, said
+    so; several or none is an error naming them."""
+    present = sorted(folder.glob("results*.json"))
+    if len(present) != 1:
+        raise NMTError(f"{folder}: not a run folder ({why}) and {len(present)} results files "
+                       f"({', '.join(p.name for p in present) or 'none'}); name the one to compare")
+    log.info("%s: not a run folder; comparing its one results file, %s", folder, present[0].name)
+    return present[0]
 
 
 def checked_hypotheses(results_file: Path, results: dict) -> list[str]:

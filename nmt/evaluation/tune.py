@@ -81,6 +81,7 @@ def tune(config: Config, report: Callable[[Trial], None] = lambda trial: None,
         "dev_bleu": round(best.bleu, 2),
         "dev_length_ratio": round(best.ratio, 4),
         "models": [str(p) for p in plan.checkpoints],
+        "tuned_on": list(plan.checkpoint_sha256),  # applied only to these checkpoints' contents
         "trials": [dataclasses.asdict(t) for t in tuning.trials],
     }
     atomic_write_text(tuned_path(config), "# Written by `make tune` (nmt/evaluation/tune.py): "

@@ -1,5 +1,6 @@
 """Every error a request can cause is answered as JSON {"error": message} with a 4xx status:
-the route's own (BadRequest 400, UnknownRun 404), FastAPI's checks of parameters and body (400,
+the route's own (BadRequest 400, UnknownRun 404, NotMaterialized 409: a run whose averages or
+export are still to be written), FastAPI's checks of parameters and body (400,
 naming the parameter), an unknown path or method (405 with every method the path serves in
 Allow), a query that is not UTF-8, a body too long (413). A busy server says so: 503 with
 Retry-After (Overloaded: a full queue, a deadline passed, a model still loading). Anything else
@@ -19,7 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nmt.errors import NMTError
 from nmt.serve.batcher import Overloaded
-from nmt.serve.runs import UnknownRun
+from nmt.serve.runs import NotMaterialized, UnknownRun
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,8 @@ def add_error_handlers(app: FastAPI) -> None:
         if isinstance(error, Overloaded):
             return JSONResponse({"error": str(error)}, status_code=503,
                                 headers={"Retry-After": str(error.retry_after)})
-        return JSONResponse({"error": str(error)}, status_code=404 if isinstance(error, UnknownRun) else 400)
+        status = 404 if isinstance(error, UnknownRun) else 409 if isinstance(error, NotMaterialized) else 400
+        return JSONResponse({"error": str(error)}, status_code=status)
 
     @app.exception_handler(RequestValidationError)
     def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:

@@ -1,7 +1,9 @@
 """The trained runs a request may name: folders right under runs/, loaded once and shared
 (each behind a Batcher: one decoding thread, so that requests arriving together share a
 search). The default run loads in the background when the server starts; until it is ready,
-health and its requests are answered 503."""
+health and its requests are answered 503. A load that failed is tried again on the next
+request. Requests only read run folders: a run whose averages or export are not written yet is
+answered 409 with the command that writes them (`make eval`, nmt/decoding/plan.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,11 @@ RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 class UnknownRun(NMTError):
     """The request named a run that is not a trained run folder under runs/."""
+
+
+class NotMaterialized(NMTError):
+    """The run needs its averages or export written first: a 409 naming the command. A request
+    only reads; it never averages or exports."""
 
 
 class RunRegistry:
@@ -81,6 +88,11 @@ class RunRegistry:
             log.info("loading run %s", name)
             plan = (self.default_plan if name == self.default_run and self.default_plan
                     else run_plan(self.runs_dir / name, self.device))
+            if plan.pending:
+                raise NotMaterialized(
+                    f"run {name!r} needs {', '.join(p.name for p in plan.pending)} written before "
+                    f"it can be served; run `make eval CONFIG={self.runs_dir / name}/config.yaml` "
+                    f"(or nmt.materialize_run) once, then ask again")
             # No forked search workers: forking a process whose threads serve requests could
             # copy a lock one of them holds; a request's batch is small anyway.
             translator = Translator.from_plan(plan.with_search(workers=1))
@@ -100,16 +112,19 @@ class RunRegistry:
                 self.require(self.default_run)
                 self._load(self.default_run)
                 log.info("ready: run %s loaded", self.default_run)
-            except BaseException as error:  # kept for check_ready: the server stays up to say it
+            except BaseException as error:  # for check_ready's next call: the server stays up
                 self._load_error = error
         self._loading = threading.Thread(target=load, name="load", daemon=True)
         self._loading.start()
 
     def check_ready(self) -> None:
-        """Nothing when the default run is loaded; Overloaded (503) while it loads; its error
-        when loading failed (e.g. UnknownRun, 404)."""
-        if self._load_error is not None:
-            raise self._load_error
+        """Nothing when the default run is loaded; Overloaded (503) while it loads; the error of
+        a background load that failed, once: the next call loads it again (the run may have
+        been trained or materialized since)."""
+        error, self._load_error = self._load_error, None
+        if error is not None and self.default_run not in self._loaded:
+            self._loading = None  # the next check loads it in this request's thread
+            raise error
         if self.default_run not in self._loaded:
             if self._loading is None:  # nothing loads it: load it now
                 self.get()

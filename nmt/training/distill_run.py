@@ -36,7 +36,7 @@ from nmt.data.prepare import PreparedData
 from nmt.data.subword import merge_pieces
 from nmt.data.vocab import Vocab
 from nmt.decoding.hypothesis import Hypothesis
-from nmt.decoding.plan import DecodingPlan, run_plan
+from nmt.decoding.plan import DecodingPlan, materialize, run_plan
 from nmt.errors import NMTError
 from nmt.io import atomic_write_json, atomic_write_lines, file_sha256, read_lines
 from nmt.model import MAX_SOURCE_TOKENS
@@ -51,7 +51,8 @@ def teacher_plan(config: Config, device: torch.device | str) -> DecodingPlan:
     if not (folder / "config.yaml").is_file():
         raise NMTError(f"distill.teacher: {folder} is not a trained run folder (no config.yaml); "
                        f"train the teacher first (`make train`)")
-    plan = run_plan(folder, "cuda" if torch.device(device).type == "cuda" else "cpu")
+    # the student's stage materializes its teacher's averages, as the teacher's make eval would
+    plan = materialize(run_plan(folder, "cuda" if torch.device(device).type == "cuda" else "cpu"))
     differ = differing_data_keys(config.data, plan.config.data)
     if differ:
         raise NMTError(f"distill.teacher: {folder} was trained on other data settings than this "
@@ -100,9 +101,14 @@ def _cache_key(config: Config, plan: DecodingPlan) -> dict:
 def _translate(config: Config, plan: DecodingPlan, prepared: PreparedData, gold: list[str]
                ) -> tuple[list[str], dict]:
     """The teacher's kept line per training source (else its reference) and the counts."""
-    from nmt.decoding.translator import Translator  # the decoding stack loads after training's
+    from nmt.decoding.rerank import Reranker  # the decoding stack loads after training's
+    from nmt.decoding.translator import Translator
 
     translator = Translator.from_plan(plan, keep_attention=False)
+    if config.distill.drop_worst and translator.reranker is not None:
+        # every rescorer reads every candidate, a channel model of weight 0 too: drop_worst
+        # ranks by its score whatever weight the teacher's own choice gives it
+        translator = translator.with_reranker(Reranker(translator.reranker.rescorers, score_all=True))
     _check_vocabularies(config, prepared, translator.src_vocab, translator.tgt_vocab)
     sources = [line.split() for line in read_lines(prepared.tokens("train", "zh"))]
     todo = [i for i, tokens in enumerate(sources) if 0 < len(tokens) <= MAX_SOURCE_TOKENS]
@@ -115,8 +121,9 @@ def _translate(config: Config, plan: DecodingPlan, prepared: PreparedData, gold:
     channel = next((k for k, model in enumerate(plan.rescoring) if model.channel), None)
     if config.distill.drop_worst and channel is None:
         raise NMTError(f"distill.drop_worst ranks the teacher's translations by its channel "
-                       f"model, but {config.distill.teacher} has none (training.channel_members, "
-                       f"eval.channel_weight > 0); set distill.drop_worst=0")
+                       f"model, but {config.distill.teacher} decodes with none "
+                       f"(training.channel_members, and eval.channel_weight > 0 or a channel "
+                       f"model in eval.rerank); set distill.drop_worst=0")
     picked = [_pick(hyps, gold[i], config.distill.pick, translator.tgt_vocab)
               for i, hyps in zip(todo, found)]
     adequacy = np.array([hyp.rescores[channel] / len(sources[i]) if channel is not None

@@ -10,6 +10,7 @@ import yaml
 
 from nmt.config.schema import DATA_LOCATION_KEYS, Config
 
+from nmt.checkpoints.manifest import write_manifest
 from nmt.config.loader import save_config
 from nmt.config.migrate import config_in_sections
 from nmt.errors import NMTError
@@ -70,6 +71,7 @@ def claim_run_dir(config: Config) -> Path:
             for stale in [*(run_dir / name for name in named), *run_dir.glob("results.*.json")]:
                 stale.unlink(missing_ok=True)
     save_config(config, saved_path)
+    write_manifest(config)  # what each of its models is (an older folder gets one here)
     return run_dir
 
 

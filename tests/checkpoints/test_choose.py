@@ -3,6 +3,7 @@ loading them as one model (nmt/checkpoints/choose.py)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from nmt.checkpoints.file import load_checkpoint
 from nmt.config.schema import Config
 from nmt.decoding.plan import plan_for
 from nmt.errors import NMTError
+from nmt.io import file_sha256
 from nmt.model.ensemble import Ensemble
 
 
@@ -77,13 +79,29 @@ def test_a_run_of_several_members_is_scored_as_their_ensemble(smoke, checkpoint)
 
 
 def test_the_label_names_what_is_scored(smoke, checkpoint, tmp_path):
-    """The run's own checkpoint writes results.json; anything else results.<label>.json."""
+    """The run's own best.pt writes results.json; anything else results.<label>.json, and a
+    file from elsewhere (another run's best.pt too) is named by its content."""
     other = write_random_checkpoint(tmp_path / "mine.pt", smoke)
+    sha = file_sha256(other)[:8]
     assert choose_checkpoints(smoke).label is None
     assert choose_checkpoints(smoke, checkpoint) == choose_checkpoints(smoke)
-    assert choose_checkpoints(smoke, str(other)).label == "mine"
-    assert choose_checkpoints(smoke, [checkpoint, other]).label == "ensemble"
+    spelled_otherwise = Path(os.path.relpath(checkpoint))  # the same file, another spelling
+    assert choose_checkpoints(smoke, spelled_otherwise).label is None
+    assert choose_checkpoints(smoke, str(other)).label == f"mine-{sha}"
+    elsewhere = write_random_checkpoint(tmp_path / "runs" / "other" / "checkpoints" / "best.pt",
+                                        replace(smoke, seed=11))
+    assert choose_checkpoints(smoke, elsewhere).label == f"best-{file_sha256(elsewhere)[:8]}"
+    last = write_random_checkpoint(checkpoint.parent / "last.pt", replace(smoke, seed=12))
+    assert choose_checkpoints(smoke, last).label == "last"
+    assert choose_checkpoints(replace(smoke, eval=replace(smoke.eval, checkpoint="last"))).label == "last"
+    pair = choose_checkpoints(smoke, [checkpoint, other]).label
+    assert pair is not None and pair.startswith("ensemble-")
+    assert choose_checkpoints(smoke, [checkpoint, elsewhere]).label != pair
+    ensemble = replace(smoke, eval=replace(smoke.eval, ensemble=[str(checkpoint), str(other)]))
+    assert choose_checkpoints(ensemble).label == pair  # eval.ensemble: by content, as named ones
     assert choose_checkpoints(smoke, [checkpoint, other], label="pair").label == "pair"
+    with pytest.raises(NMTError, match="no such checkpoint file"):
+        choose_checkpoints(smoke, tmp_path / "missing.pt")
     for step in (10, 20):
         write_random_checkpoint(checkpoint.parent / f"step_{step:06d}.pt", smoke, step=step)
     averaged = choose_checkpoints(replace(smoke, eval=replace(smoke.eval, average="last:2")))

@@ -135,9 +135,11 @@ def test_translator_and_evaluate_with_an_ensemble(smoke_config, two_checkpoints)
     prepare(smoke_config)
     config = replace(smoke_config, eval=replace(smoke_config.eval, ensemble=[str(p) for p in two_checkpoints]))
     results = evaluate(plan_for(config))
-    assert results["label"] == "ensemble" and results["checkpoints"] == [str(p) for p in two_checkpoints]
-    saved = json.loads((config.run_dir / "results.ensemble.json").read_text(encoding="utf-8"))
-    assert saved == results and (config.run_dir / "hypotheses.ensemble.test.en").is_file()
+    assert results["label"].startswith("ensemble-")  # eval.ensemble: named by its content
+    assert results["checkpoints"] == [str(p) for p in two_checkpoints]
+    label = results["label"]
+    saved = json.loads((config.run_dir / f"results.{label}.json").read_text(encoding="utf-8"))
+    assert saved == results and (config.run_dir / f"hypotheses.{label}.test.en").is_file()
     assert not (config.run_dir / "results.json").exists()  # the run's own results stay its own
 
 

@@ -27,7 +27,8 @@ from nmt.decoding.rerank import Reranker, candidate_log_probs
 from nmt.decoding.translate import decode_ids
 from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
-from nmt.decoding.plan import plan_for, rescoring_model
+from nmt.decoding.plan import plan_for
+from nmt.decoding.resolve import rescoring_model
 from nmt.evaluation.evaluate import evaluate
 from nmt.io import read_lines
 

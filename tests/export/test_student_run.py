@@ -5,20 +5,25 @@ the folder alone loads in a fresh process, and a broken folder is an error that 
 from __future__ import annotations
 
 import json
+import os
 import runpy
 import shutil
 import subprocess
 import sys
 
+from dataclasses import replace
+
 import pytest
 import torch
+import yaml
 from fastapi.testclient import TestClient
-from random_checkpoint import write_random_members
+from random_checkpoint import write_random_checkpoint, write_random_members
 
 from helpers import REPO
 from nmt.config.loader import load_config
 from nmt.data.prepare import prepare
-from nmt.decoding.plan import plan_for
+from nmt.config.tuned import tuned_path
+from nmt.decoding.plan import plan_for, resolve_plan
 from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
 from nmt.evaluation.evaluate import evaluate
@@ -56,8 +61,12 @@ def run_script(path: str, arguments: list[str], monkeypatch, capsys) -> list[str
 
 
 def test_the_plan_exports_once_and_every_way_in_decodes_with_the_engine(student):
+    assert resolve_plan(student).pending and not list(student.run_dir.glob("export.*"))
+    with pytest.raises(NMTError, match="still to be written .* `make eval"):
+        Translator.from_config(student)  # a constructor only reads
     plan = plan_for(student)
-    assert plan.engine == export_dir(student) and plan.label == "ctranslate2-int8"
+    assert plan.engine == export_dir(student, plan.checkpoint_sha256[0])
+    assert plan.label == "ctranslate2-int8" and not plan.pending
     written = (plan.engine / MANIFEST).stat().st_mtime_ns
     assert plan_for(student).engine == plan.engine
     assert (plan.engine / MANIFEST).stat().st_mtime_ns == written, "written once"
@@ -139,16 +148,40 @@ def test_a_recurrent_run_cannot_name_the_engine(tiny_corpus):
             f"data.corpus={tiny_corpus}", "export.engine=ctranslate2"])
 
 
+def test_one_export_folder_per_checkpoint_carrying_the_tuned_search(student, tmp_path):
+    """Another checkpoint exports beside, never over, the run's; a run reached by another
+    spelling of its path reuses its export; the folder carries the tuned search it was made
+    with, so decoded alone it searches as make eval does."""
+    own = plan_for(student).engine
+    other = write_random_checkpoint(tmp_path / "other.pt", replace(student, seed=9))
+    elsewhere = plan_for(student, checkpoints=other)
+    assert elsewhere.engine != own and own.is_dir() and elsewhere.engine.is_dir()
+    assert elsewhere.label.startswith("other-")  # its own results file too
+    spelled = replace(student, runs_dir=os.path.relpath(student.runs_dir))
+    written = (own / MANIFEST).stat().st_mtime_ns
+    assert plan_for(spelled).engine.resolve() == own.resolve()
+    assert (own / MANIFEST).stat().st_mtime_ns == written
+    tuned_path(student).write_text(yaml.safe_dump({
+        "search": {"length_penalty": 1.7},
+        "tuned_on": list(plan_for(student).checkpoint_sha256)}), encoding="utf-8")
+    assert resolve_plan(student).pending == [own]  # the export is of another search now
+    retuned = plan_for(student)
+    assert retuned.engine == own and (own / "search.tuned.yaml").is_file()
+    alone = Translator.from_run(own)
+    assert alone.search.length_penalty == 1.7 == retuned.search.length_penalty
+
+
 def test_the_engine_bench_measures_each_export_folder(student, tmp_path, tiny_corpus,
                                                       monkeypatch, capsys):
-    plan_for(student)  # export.int8/
-    plan_for(load_config(REPO / "configs" / "smoke_transformer.yaml",
-                         [*options(tmp_path, tiny_corpus), "export.quantization=float32"]))
+    int8 = plan_for(student).engine.name  # export.int8.<sha8>/
+    float32 = plan_for(load_config(REPO / "configs" / "smoke_transformer.yaml",
+                                   [*options(tmp_path, tiny_corpus), "export.quantization=float32"])
+                       ).engine.name
     lines = run_script("bench/bench_engine.py", [
         str(REPO / "configs" / "smoke_transformer.yaml"), *options(tmp_path, tiny_corpus),
         "--beams", "1", "2"], monkeypatch, capsys)
     measured = [line.split()[:7] for line in lines if "sentences/s" in line]
     workers = sorted({"1", str(torch.get_num_threads())})
     assert measured == [[folder, "workers", n, "beam", beam, scores, "scores:"]
-                        for folder in ("export.float32", "export.int8") for n in workers
+                        for folder in (float32, int8) for n in workers
                         for beam in ("1", "2") for scores in ("exact", "engine's")]

@@ -97,7 +97,7 @@ def test_channel_members_train_after_the_translating_ones_and_rerank_them(tmp_pa
     from random_checkpoint import write_random_checkpoint
 
     from helpers import REPO
-    from nmt.checkpoints.member_dirs import channel_run_dirs, translating_run_dirs
+    from nmt.checkpoints.manifest import channel_run_dirs, translating_run_dirs
     from nmt.config.loader import build_saved_config
 
     smoke = REPO / "configs" / "smoke.yaml"
