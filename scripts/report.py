@@ -75,7 +75,8 @@ if __name__ == "__main__":
     parser.add_argument("--ledger", default=LEDGER,
                         help=f"the committed file of every measured row (default: {LEDGER})")
     parser.add_argument("--readme", metavar="PAGE",
-                        help="with --docs: also rewrite PAGE's (README.md's) table of recipes")
+                        help="with --docs: also rewrite PAGE's (README.md's) table of recipes, "
+                             "and its block of what to expect with the example translations")
     parser.add_argument("--alignment", metavar="PAGE",
                         help="with --docs: also rewrite PAGE's (docs/alignment.md's) AER tables")
     run_cli(main, parser)

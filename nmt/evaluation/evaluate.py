@@ -39,10 +39,11 @@ from nmt.data.prepare import load_prepared
 from nmt.decoding.plan import DecodingPlan
 from nmt.decoding.translator import Translator
 from nmt.errors import NMTError
+from nmt.evaluation.examples import translate_examples
 from nmt.evaluation.length import format_buckets, length_buckets
 from nmt.evaluation.run_files import split_label
 from nmt.evaluation.significance import bleu_interval
-from nmt.io import atomic_write_json, atomic_write_lines, file_sha256, read_lines
+from nmt.io import atomic_write_json, atomic_write_lines, file_sha256, read_lines, short_hash
 from nmt.runtime import cpu_model
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ def evaluate(plan: DecodingPlan, prepared=None) -> dict:
     results = score(hypotheses, references, lowercase=translator.config.data.lowercase,
                     sources=sources)
     results.update(run_facts(plan, translator, len(sources), seconds))
+    results["examples"] = translate_examples(translator)  # nmt/evaluation/examples.py
     return write_results(config, plan.label, hypotheses, results)
 
 
@@ -125,6 +127,8 @@ def run_facts(plan: DecodingPlan, translator: Translator, sentences: int, second
         "decoding": {key: value for key, value in plan.settings},
         "tuned": None if plan.tuned is None else str(plan.tuned),
         "checkpoints": [str(p) for p in plan.checkpoints],
+        # what decoded, by content (nmt/decoding/plan.py): checksums, weights, search, dtype
+        "plan": plan.content(), "plan_sha256": short_hash(plan.content(), 64),
         "averaged_from": averaged_from(list(plan.checkpoints)),
         "step": int(translator.progress.get("step", 0)),
         "sentences": sentences,

@@ -5,7 +5,11 @@ One JSON object a line, one per (machine, row name), with the columns of `make r
 (nmt/evaluation/report.py) and more:
 - `source`: where the figures come from (`runs/<run>` for a run folder `make docs` read);
 - `recipe`: set on the row that `make train && make eval` gives for a config file as it is
-  (the README's table lists these rows);
+  (the README's table lists these rows); "`configs/x.yaml`", or by hand "`configs/x.yaml`: how
+  it was run" for the file as it is, anything else after the name ("of an earlier commit",
+  overrides) for a variant of it (nmt/evaluation/examples.py's `recipe_config`);
+- `examples`: the example sentences and their translations ([{"zh": ..., "en": ...}],
+  nmt/evaluation/examples.py), on the rows whose results file holds them;
 - `alignment`: the AER, in points, of every extraction alignment.json holds ("attention argmax",
   "posterior grow-diag-final-and", ...: nmt/align/stage.py's `evaluation_key`);
 - `requests_per_second`, `serve_clients`, `serve_failed`, `disk_mb`, `serve_mb_peak`, `serve_mb_models`,
@@ -30,7 +34,7 @@ from pathlib import Path
 import yaml
 
 from nmt.config.loader import build_saved_config
-from nmt.decoding.plan import planned_label
+from nmt.decoding.plan_labels import planned_label
 from nmt.errors import NMTError
 from nmt.evaluation.cleaning import CLEANING
 from nmt.evaluation.report import COLUMNS
@@ -39,7 +43,7 @@ from nmt.io import atomic_write_text
 LEDGER = "docs/results.jsonl"
 NOT_RECORDED = "machine not recorded"  # report.py's machine() for a run without train_summary
 KEPT = [key for key, _ in COLUMNS] + ["machine", "run", "label", "split", "signature",
-                                      "chrf_signature", "source", "recipe", "alignment"]
+                                      "chrf_signature", "source", "recipe", "alignment", "examples"]
 SERVING = ["requests_per_second", "serve_clients", "serve_failed", "disk_mb", "serve_mb_peak",
            "serve_mb_models", "serve_machine"]  # nmt/evaluation/run_row.py's add_serving
 KEPT += SERVING + CLEANING

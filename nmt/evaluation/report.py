@@ -7,8 +7,10 @@ Every figure comes from a file a stage wrote, never from a hand-kept list:
 - `config.yaml` (training, at the start): attention, the attention query order, subword units;
 - `results.json` (evaluate, on the run's own best/last checkpoint): test BLEU with its 95%
   bootstrap interval, the length ratio (and per source-length bucket) and chrF, with the
-  sacrebleu signature; `results.<label>.json` (evaluate, on an average of checkpoints, an
-  ensemble or another checkpoint) each give a row of their own, "run (label)";
+  sacrebleu signature, and the translations of the example sentences (not a column: the
+  ledger keeps them for `make docs`, nmt/evaluation/examples.py); `results.<label>.json`
+  (evaluate, on an average of checkpoints, an ensemble or another checkpoint) each give a row
+  of their own, "run (label)";
 - `alignment.json` (alignment evaluation, if any): the AER of the attention's argmax links (a
   statistical aligner: its own symmetrized links) and of the posterior's grow-diag-final-and
   links, where those were scored;

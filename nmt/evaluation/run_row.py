@@ -44,7 +44,8 @@ def machine(summary: dict | None) -> str:
 
 
 def add_scores(row: dict[str, Any], results: dict) -> None:
-    """The scores of results.json (or results.<label>.json) into the row."""
+    """The scores of results.json (or results.<label>.json) into the row, and its translations
+    of the example sentences where it holds them."""
     split = results.get("split", "test")
     bleu = results.get("bleu")
     row["test_bleu"] = bleu if split == "test" or bleu is None else f"{bleu:.2f} ({split})"
@@ -53,6 +54,8 @@ def add_scores(row: dict[str, Any], results: dict) -> None:
     row["length_buckets"] = results.get("length_buckets")  # not a column: report --lengths
     row["chrf"] = results.get("chrf")
     row["sentences_per_second"] = results.get("sentences_per_second")  # make eval's decoding speed
+    if results.get("examples"):  # the example sentences and their translations (examples.py)
+        row["examples"] = results["examples"]
 
 
 def add_serving(row: dict[str, Any], serving: dict | None) -> None:
