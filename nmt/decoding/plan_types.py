@@ -80,10 +80,13 @@ class DecodingPlan:
     def require_ready(self) -> None:
         """NMTError naming what is still to be written and the command that writes it."""
         if self.pending:
+            run_dir = self.config.run_dir
+            names = [str(p.relative_to(run_dir)) if p.is_relative_to(run_dir) else str(p)
+                     for p in self.pending]
             raise NMTError(
-                f"{self.config.run_dir}: {', '.join(map(str, self.pending))} still to be written "
-                f"(averaged or exported) for this decoding; run `make eval CONFIG=...` (or "
-                f"`nmt.materialize_run(run_dir)` in Python), which writes it once")
+                f"{run_dir}: {', '.join(names)} still to be written (averaged or exported) for "
+                f"this decoding; run `make eval CONFIG=...` (or `nmt.materialize_run(run_dir)` "
+                f"in Python), which writes it once")
 
     def content(self) -> dict:
         """What decodes, by content: checkpoints, rescorers and weights, search, engine, dtype."""

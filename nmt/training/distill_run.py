@@ -38,7 +38,7 @@ from nmt.data.vocab import Vocab
 from nmt.decoding.hypothesis import Hypothesis
 from nmt.decoding.plan import DecodingPlan, materialize, run_plan
 from nmt.errors import NMTError
-from nmt.io import atomic_write_json, atomic_write_lines, file_sha256, read_lines
+from nmt.io import atomic_write_json, atomic_write_lines, read_lines
 from nmt.model import MAX_SOURCE_TOKENS
 from nmt.training.distill import DISTILL_DIR, TARGETS, is_current
 
@@ -79,7 +79,7 @@ def run_distilled_targets(config: Config, prepared: PreparedData,
     with building(folder) as partial:  # renamed onto `folder` once complete
         atomic_write_lines(partial / TARGETS, lines)
         atomic_write_json(partial / MANIFEST, {
-            **key, "sentences": len(lines), **counts,
+            **key, "teacher": config.distill.teacher, "sentences": len(lines), **counts,
             "seconds": round(time.perf_counter() - start, 2), "files": record_files(partial)})
     log.info("distilled %d training targets from %s in %.1f s into %s (%d left out)",
              counts["translated"], config.distill.teacher, time.perf_counter() - start,
@@ -92,9 +92,10 @@ def _cache_key(config: Config, plan: DecodingPlan) -> dict:
     search = dataclasses.asdict(plan.search)
     for neutral in ("workers", "batch_size"):  # how fast, not what
         search.pop(neutral)
-    return {"data_hash": config.data_hash(), "teacher": config.distill.teacher,
-            "checkpoints": [file_sha256(p) for p in plan.checkpoints],
-            "rescoring": [[file_sha256(m.path), m.weight] for m in plan.rescoring],
+    # the teacher by content alone: the same run reached by another spelling of its path (or
+    # copied elsewhere) hits the same cache
+    return {"data_hash": config.data_hash(), "checkpoints": list(plan.checkpoint_sha256),
+            "rescoring": [[m.sha256, m.weight] for m in plan.rescoring],
             "search": search, "pick": config.distill.pick, "drop_worst": config.distill.drop_worst}
 
 

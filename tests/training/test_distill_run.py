@@ -86,6 +86,34 @@ def test_a_teacher_without_a_channel_model_cannot_drop_by_it(teacher):
         run_distilled_targets(config, prepare(config))
 
 
+def test_drop_worst_reads_a_channel_model_the_teacher_weighs_0(teacher):
+    """A channel model named in eval.rerank with weight 0 still scores every kept line, so
+    drop_worst drops by it instead of silently dropping nothing."""
+    channel = teacher.run_dir / "member3" / "checkpoints" / "best.pt"
+    saved = teacher.run_dir / "config.yaml"
+    saved.write_text(saved.read_text().replace("channel_weight: 0.5", "channel_weight: 0.0")
+                     .replace("rerank: []", f"rerank: [{channel}]")
+                     .replace("rerank_weights: []", "rerank_weights: [0.0]"))
+    config = student(teacher, "distill.drop_worst=0.25")
+    target = run_distilled_targets(config, prepare(config))
+    manifest = json.loads((target.parent / "manifest.json").read_text())
+    assert manifest["dropped_worst"] == pytest.approx(0.25 * manifest["translated"], abs=2)
+    assert manifest["dropped_worst"] > 0
+
+
+def test_the_teacher_reached_by_another_spelling_hits_the_same_cache(teacher, monkeypatch):
+    """The cache is keyed by the teacher's content, not how its path is spelled: one set of
+    averages, one distillation."""
+    config = student(teacher, "distill.n_best=2")
+    prepared = prepare(config)
+    first = run_distilled_targets(config, prepared)
+    written = first.stat().st_mtime_ns
+    monkeypatch.chdir(teacher.runs_dir)
+    spelled = student(teacher, "distill.n_best=2", f"distill.teacher=./{teacher.name}")
+    assert run_distilled_targets(spelled, prepared) == first
+    assert first.stat().st_mtime_ns == written
+
+
 def test_a_missing_teacher_or_two_ways_to_distil_are_named(teacher, tmp_path):
     config = student(teacher, f"distill.teacher={tmp_path / 'nowhere'}")
     with pytest.raises(NMTError, match="distill.teacher: .*nowhere.* not a trained run"):
