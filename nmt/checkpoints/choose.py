@@ -67,17 +67,22 @@ def choose_checkpoints(config: Config, checkpoint: str | Path | list | None = No
     else:
         paths = configured_checkpoints(config)
         if config.eval.ensemble:
-            return Chosen(paths, label or _content_label("ensemble", paths))
+            return Chosen(paths, label or _content_label("ensemble", _existing(paths)))
         if config.eval.average or len(paths) > 1:
             return Chosen(paths, label or configured_label(config))
     if not paths:
         raise NMTError("no checkpoint given")
-    for path in paths:
-        if not path.is_file():
-            raise NMTError(f"{path}: no such checkpoint file")
+    _existing(paths)
     if label is None:
         label = _content_label("ensemble", paths) if len(paths) > 1 else _own_label(config, paths[0])
     return Chosen(paths, label)
+
+
+def _existing(paths: list[Path]) -> list[Path]:
+    for path in paths:
+        if not path.is_file():
+            raise NMTError(f"{path}: no such checkpoint file")
+    return paths
 
 
 def _own_label(config: Config, path: Path) -> str | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from nmt.checkpoints.choose import configured_label
+from nmt.checkpoints.choose import choose_checkpoints, configured_label
 from nmt.config.schema import Config
 from nmt.config.tuned import tuned_path, with_tuned_search
 from nmt.io import short_hash
@@ -69,9 +69,9 @@ def planned_label(config: Config, tuned: bool = False) -> str | None:
     """The label of the results `make eval` writes for `config` in float32 on the CPU, from the
     config alone (the ledger reads the saved configs of runs whose checkpoints may be gone);
     with `tuned`, as the run's tuned search file, if it has one, makes it. eval.ensemble names
-    files by their content: None here (resolve the plan to know it)."""
+    files by their content: read here, an NMTError when they are gone."""
     if config.eval.ensemble:
-        return None
+        return choose_checkpoints(config).label
     rescored = config.eval.rerank or (config.training.channel_members and config.eval.channel_weight > 0)
     label = configured_label(config)
     label = engine_label(rescored_label(label) if rescored else label, config)

@@ -34,7 +34,7 @@ from pathlib import Path
 import yaml
 
 from nmt.config.loader import build_saved_config
-from nmt.decoding.plan_labels import planned_label
+from nmt.decoding.plan_labels import planned_label, same_decoding
 from nmt.errors import NMTError
 from nmt.evaluation.cleaning import CLEANING
 from nmt.evaluation.report import COLUMNS
@@ -112,7 +112,7 @@ def ledger_entry(row: dict, runs_dir: str | Path) -> dict:
         value, _, split = bleu.partition(" ")
         entry["test_bleu"], entry["split"] = float(value), split.strip("()")
     recipe = _recipe(Path(runs_dir) / row["run"])
-    if recipe is not None and recipe[1] == label:
+    if recipe is not None and same_decoding(label, recipe[1]):  # in float32, bf16 or on a GPU
         entry["recipe"] = f"`{recipe[0]}`"
     return entry
 
