@@ -8,9 +8,12 @@ Nine kinds, each on rate ÷ 9 of the pairs (chosen with --seed): a copy of eithe
 wrong language (kana on the Chinese side, Cyrillic on the English side), English on both sides,
 truncated English, concatenated English, markup and URLs, repeated characters, and misaligned
 pairs (another pair's English). The rest stay clean. Every pair is normalized as prepare
-normalizes it and put through the filters (nmt/data/filters.py); the bench prints, per kind, the
-share removed and by which filters, and the share of clean pairs lost. With --out it writes the
-noised corpus (Tatoeba's format) and, beside it, each line's kind (<out>.kinds), to train on.
+normalizes it and put through the filters as prepare makes them (nmt/data/clean.py's
+make_filter); the bench prints, per kind, the share removed and by which filters, and the share
+of clean pairs lost. With --out it writes the noised corpus (Tatoeba's format) and, beside it,
+each line's kind (<out>.kinds), to train on. Misaligned pairs need a model to see: a run trained
+on that file, whose scripts/dual_score.py scores name its lines, given as data.clean.dual_scores
+(with dual_drop) here, lets the dual filter drop them (each pair is numbered by its line there).
 With --prepare it also times `python scripts/prepare.py` on the noised corpus, cold, each in a
 fresh process: with the config's data.clean and with every filter off, each twice in turn, the
 faster of each kept. With --record DIR it writes the figures to DIR/cleaning_bench.json, where
@@ -36,6 +39,7 @@ from nmt.cli import config_arguments, run_cli
 from nmt.config.clean_schema import CleanConfig
 from nmt.config.loader import load_config
 from nmt.config.schema import Config
+from nmt.data.clean import make_filter
 from nmt.data.corpus import Pair
 from nmt.data.filters import PairFilter
 from nmt.data.normalize import normalize_en, normalize_zh
@@ -85,9 +89,9 @@ def noised_corpus(pairs: list[Pair], rate: float, seed: int) -> list[tuple[Pair,
     rng = random.Random(seed)
     kinds = [rng.choice(KINDS) if rng.random() < rate else "clean" for _ in pairs]
     found = []
-    for pair, kind in zip(pairs, kinds):
+    for number, (pair, kind) in enumerate(zip(pairs, kinds), start=1):
         zh, en = (pair.zh, pair.en) if kind == "clean" else noised(pair, kind, pairs, rng)
-        found.append((Pair(zh, en, pair.line), kind))
+        found.append((Pair(zh, en, number), kind))  # its line in the noised corpus (--out)
     return found
 
 
@@ -196,8 +200,11 @@ def main(args: argparse.Namespace) -> None:
         write_noised(out, corpus)
         print(f"written {out} and {out.name}.kinds")
     start = time.perf_counter()
-    outcome = measure(corpus, PairFilter(config.data.clean), config.data)
+    pair_filter = make_filter(config.data)  # data.clean's filters, dual scores included
+    outcome = measure(corpus, pair_filter, config.data)
     seconds = time.perf_counter() - start
+    if pair_filter.dual is not None:  # scores of another corpus: an error, or a warning
+        pair_filter.dual.check(f"the noised copy of {', '.join(map(str, config.data.corpus.files()))}")
     print(f"corpus {len(pairs)} pairs, noise {100 * args.rate:.0f}% in {len(KINDS)} kinds "
           f"(seed {args.seed}); data.clean = {config.data.clean}")
     report(outcome, seconds, len(corpus))

@@ -10,11 +10,13 @@ about 42 s on a 2-core CPU: ~36 sentences/s. The target here is at least 3x that
 The model is what `make eval` decodes (the run's decoding plan, nmt/decoding/plan.py: the
 members' ensemble and the rescoring models); `--checkpoint PATH` measures that file alone.
 Times three parts separately: segmentation + vocabulary lookup, the search itself, and
-detokenization. `--random-init` measures a model of the config's size with fresh weights when no
-trained checkpoint exists yet: such a model rarely produces </s>, so its outputs run to the
-length limit (2x the source + 10) and its sentences/s are pessimistic; tokens/s compare better.
-`--steer-length 1.15` makes such a model end near 1.15x the source length, about the ratio of
-references to sources in this corpus's tokens: the cost of a trained model, roughly.
+detokenization. `--random-init` measures a model of the config's size with fresh weights, as the
+bench does by itself (saying so) when the run has no checkpoint at all; any other error of the
+run's plan (a damaged tuned file, a missing rescoring model) stops it with its message. A random
+model rarely produces </s>, so its outputs run to the length limit (2x the source + 10) and its
+sentences/s are pessimistic; tokens/s compare better. `--steer-length 1.15` makes such a model
+end near 1.15x the source length, about the ratio of references to sources in this corpus's
+tokens: the cost of a trained model, roughly.
 """
 
 from __future__ import annotations
@@ -36,32 +38,34 @@ import torch
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
 from nmt.data.prepare import load_prepared
-from nmt.data.vocab import EOS_ID, Vocab
+from nmt.data.vocab import Vocab
 from nmt.decoding.plan import plan_for
 from nmt.decoding.translator import Translator
 from nmt.decoding.workers import worker_count
-from nmt.errors import NMTError
 from nmt.io import read_lines
 from nmt.model import build_model, count_parameters, describe
 from nmt.runtime import cpu_model, set_threads
+from stand_in import SteeredLength, say_stand_in, untrained  # bench/stand_in.py
 
 JOEY_SENTENCES_PER_SECOND = 1503 / 42  # beam 5, batch 64, 2-core CPU
 
 
 def make_translator(args, config) -> tuple[Translator, str]:
-    """What make eval decodes with (nmt/decoding/plan.py), or --checkpoint alone, or a random
-    model of the config's size when nothing is trained yet."""
+    """What make eval decodes with (nmt/decoding/plan.py), or --checkpoint alone; a random model
+    of the config's size with --random-init, or when the run has no checkpoint at all (said on
+    stderr). Any other error of the plan stops the bench: its figures would not be the run's."""
+    if not args.random_init and untrained(config, args.checkpoint):  # `make bench` before `make train`
+        say_stand_in(config, "a random-init model of the same size, steered to realistic output "
+                             "lengths (--random-init --steer-length 1.15)")
+        args = argparse.Namespace(**{**vars(args), "random_init": True,
+                                     "steer_length": args.steer_length or 1.15})
     if not args.random_init:
-        try:
-            plan = plan_for(config, args.overrides, args.checkpoint)
-        except NMTError:  # `make bench` before `make train`: measure a stand-in, and say so
-            print("no trained checkpoint yet: measuring a random-init model of the same size, "
-                  "steered to realistic output lengths (--random-init --steer-length 1.15)",
-                  file=sys.stderr)
-            args.random_init, args.steer_length = True, args.steer_length or 1.15
-        else:
-            plan = plan.with_search(beam_size=args.beam, batch_size=args.batch, n_best=1)
-            return Translator.from_plan(plan, keep_attention=False), ", ".join(map(str, plan.checkpoints))
+        plan = plan_for(config, args.overrides, args.checkpoint)
+        plan = plan.with_search(beam_size=args.beam, batch_size=args.batch, n_best=1)
+        rescored = [str(model.path) for model in plan.rescoring]
+        return Translator.from_plan(plan, keep_attention=False), (
+            ", ".join(map(str, plan.checkpoints))
+            + (f" rescored by {', '.join(rescored)}" if rescored else ""))
     prepared = load_prepared(config)
     src_vocab, tgt_vocab = Vocab.load(prepared.vocab("zh")), Vocab.load(prepared.vocab("en"))
     torch.manual_seed(config.seed)
@@ -74,30 +78,12 @@ def make_translator(args, config) -> tuple[Translator, str]:
     return Translator.from_model(model, config, (src_vocab, tgt_vocab), search), label
 
 
-class SteeredLength(torch.nn.Module):
-    """A random model whose </s> gets likelier step by step around `ratio` x the source length.
-
-    A fresh model's output distribution is nearly flat: it says </s> at once or never. This
-    stand-in for a trained model costs exactly as much per step and stops at realistic lengths.
-    """
-
-    def __init__(self, model, ratio: float, slope: float = 1.0):
-        super().__init__()
-        self.model, self.config, self.ratio, self.slope, self.step = model, model.config, ratio, slope, 0
-
-    def encode(self, src, src_lengths):
-        self.step = 0
-        return self.model.encode(src, src_lengths)
-
-    def init_state(self, memory):
-        return self.model.init_state(memory)
-
-    def decode_step(self, prev, state, memory):
-        log_probs, state, weights = self.model.decode_step(prev, state, memory)  # (N, V)
-        target = self.ratio * memory.mask.sum(dim=1)  # (N,) the length to end near
-        log_probs[:, EOS_ID] += self.slope * (self.step - target)
-        self.step += 1
-        return log_probs.log_softmax(dim=-1), state, weights
+def model_summary(translator: Translator) -> str:
+    """Its size and shape; an engine's export (no PyTorch model): the engine that searches."""
+    if translator.plan.engine is not None:
+        return f"{translator.answered_by} ({translator.plan.engine}), {describe(translator.config.model)}"
+    model = translator.model
+    return f"{count_parameters(model) / 1e6:.1f}M parameters, {describe(model.config)}"
 
 
 def main(args: argparse.Namespace) -> None:
@@ -142,13 +128,11 @@ def measure(args: argparse.Namespace) -> None:
     ended = sum(h.ended for h in best)
     total = segment_seconds + search_seconds + detok_seconds
     n = len(lines)
-    model = translator.model
     print(f"machine     {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable), {cpu_model()}; "
           f"torch {torch.__version__}, {threads} threads "
           f"(OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}), device {translator.device}; "
           f"python {sys.version.split()[0]}")
-    print(f"model       {source}: {count_parameters(model) / 1e6:.1f}M parameters, "
-          f"{describe(model.config)}, vocab {len(translator.src_vocab)} / "
+    print(f"model       {source}: {model_summary(translator)}, vocab {len(translator.src_vocab)} / "
           f"{len(translator.tgt_vocab)}")
     workers = worker_count(search.workers, -(-n // search.batch_size), translator.device)
     print(f"decoding    {n} test sentences, beam {search.beam_size}, batch {search.batch_size}, "

@@ -6,7 +6,8 @@ forcing (exact) or the engine's own (what make eval, translate and serve use).
     python bench/bench_engine.py configs/tatoeba_student.yaml [overrides] [--beams 1 5]
 
 Export folders are made by `make student` (runs/<name>/export.<quantization>/); each one found
-is measured. The first pass over the test split is timed apart: the engine's kernels warm up.
+is measured, after a line naming the checkpoint it was exported from. The first pass over the
+test split is timed apart: the engine's kernels warm up.
 """
 
 from __future__ import annotations
@@ -35,7 +36,11 @@ def main(args: argparse.Namespace) -> None:
     for folder in folders:
         translator = Translator.from_run(folder, keep_attention=False)
         ids = [translator.src_vocab.encode(translator.segment(line)) for line in lines]
-        engine_dir = translator.export.engine_dir  # type: ignore[attr-defined]  # an EngineTranslator
+        export = translator.export  # type: ignore[attr-defined]  # an EngineTranslator's
+        made = export.manifest
+        print(f"{folder.name:16} {translator.answered_by}, exported from {made.get('checkpoint')} "
+              f"(sha256 {str(made.get('checkpoint_sha256'))[:12]}, step {made.get('step')})")
+        engine_dir = export.engine_dir
         for workers in sorted({1, threads}):  # search.workers: batches side by side
             for beam in args.beams:
                 search = replace(translator.search, beam_size=beam, n_best=1)

@@ -40,6 +40,7 @@ import os
 import shutil
 import socket
 import statistics
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -51,7 +52,7 @@ import uvicorn
 
 from nmt.cli import config_arguments, run_cli
 from nmt.config.loader import load_config
-from nmt.data.prepare import load_prepared
+from nmt.data.prepare import PreparedData, load_prepared
 from nmt.decoding.plan import DecodingPlan, plan_for
 from nmt.errors import NMTError
 from nmt.io import atomic_write_json, read_lines
@@ -68,10 +69,23 @@ MB = 2 ** 20
 
 
 def sentences(config) -> list[str]:
-    try:
-        return read_lines(load_prepared(config).text("dev", "zh"))[:200]
-    except NMTError:
+    """The first 200 dev sentences of the prepared data; a fixed list, said on stderr, only
+    where the data is not prepared at all (a damaged prepared folder is an error)."""
+    if not PreparedData(Path(config.data.prepared_dir) / config.data_hash()).manifest_path.is_file():
+        print(f"the data of {config.name} is not prepared: sending {len(FALLBACK)} fixed sentences",
+              file=sys.stderr)
         return FALLBACK
+    return read_lines(load_prepared(config).text("dev", "zh"))[:200]
+
+
+def models(plan: DecodingPlan) -> str:
+    """The files the plan decodes with: its engine's export folder, else its checkpoints and
+    its rescoring models."""
+    if plan.engine is not None:
+        return str(plan.engine)
+    rescored = [str(model.path) for model in plan.rescoring]
+    return ", ".join(map(str, plan.checkpoints)) + (f" rescored by {', '.join(rescored)}"
+                                                     if rescored else "")
 
 
 def status_mb(field: str, status: Path = Path("/proc/self/status")) -> float | None:
@@ -187,8 +201,8 @@ def load(config, overrides: list[str]) -> tuple[RunRegistry, DecodingPlan, float
 def print_figures(figures: dict, args: argparse.Namespace, texts: list[str], loaded: float) -> None:
     print(f"machine   {figures['machine']}, {figures['threads']} torch threads, "
           f"torch {torch.__version__}, {figures['decoder']}")
-    print(f"model     runs/{figures['run']} ({figures['label']}) loaded in {loaded:.1f} s; "
-          f"beam {args.beam}, {len(texts)} distinct sentences")
+    print(f"model     runs/{figures['run']} ({figures['label']}: {figures['models']}) loaded in "
+          f"{loaded:.1f} s; beam {args.beam}, {len(texts)} distinct sentences")
     print(f"one at a time   median {figures['median_ms']:.1f} ms, p90 {figures['p90_ms']:.1f} ms "
           f"over {args.requests} requests")
     print(f"{args.clients} clients       {figures['requests_per_second']:.1f} requests/s "
@@ -210,8 +224,9 @@ def main(args: argparse.Namespace) -> None:
     texts = sentences(config)
     measured = load_test(url, texts, args)
     rss_peak = status_mb("VmHWM")  # after the load test, before the page's (other processes)
-    figures = {"run": config.name, "label": plan.label or "best", "machine": cpu_model(),
-               "threads": threads, "decoder": decoder(plan), "beam": args.beam, **measured,
+    figures = {"run": config.name, "label": plan.label or "best", "models": models(plan),
+               "machine": cpu_model(), "threads": threads, "decoder": decoder(plan),
+               "beam": args.beam, **measured,
                "rss_mb_before": rss_before, "rss_mb_loaded": rss_loaded, "rss_mb_peak": rss_peak,
                "disk_mb": round(disk_mb(plan), 2)}
     page = page_seconds(url, texts[0])

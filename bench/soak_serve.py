@@ -5,7 +5,8 @@
 
 Starts `scripts/serve.py CONFIG` as a server process on a free port of 127.0.0.1 (of this
 checkout, or of --repo DIR: another checkout, to measure before and after a change side by side)
-and waits until /api/health says the model is loaded. Then:
+and waits until /api/health says the model is loaded; one request says which models answer.
+Then:
 
 1. soak: every one of --sentences distinct sentences of the prepared test split (then dev) is
    sent once as GET /api/translate from --clients threads; twice over, the same sentences. The
@@ -87,6 +88,14 @@ def ask(client: httpx.Client, text: str) -> tuple[int, float]:
     return status, time.perf_counter() - start
 
 
+def answered_by(url: str, text: str) -> str:
+    """What the server translates with, as its answer to one request names it."""
+    answer = httpx.get(f"{url}/api/translate", params={"text": text}, timeout=120)
+    if answer.status_code != 200:
+        raise SystemExit(f"the server's first answer: status {answer.status_code}: {answer.text[:300]}")
+    return answer.json().get("model", "?")
+
+
 def percentiles(seconds: list[float]) -> str:
     cuts = statistics.quantiles(seconds, n=100)
     return (f"p50 {1000 * cuts[49]:.0f} ms, p90 {1000 * cuts[89]:.0f} ms, "
@@ -128,6 +137,7 @@ def main(args: argparse.Namespace) -> None:
     print(f"loaded   RSS {rss_mb(server.pid):7.0f} MB, ready {time.perf_counter() - started:.0f} s "
           f"after start")
     try:
+        print(f"model    {answered_by(url, texts[0])}")
         soak(url, texts, args.clients, server)
         if args.burst:
             burst(url, texts[0], args.burst, args.burst_requests)

@@ -7,7 +7,8 @@ prepared here). Does what nmt/training/loop.py train_one does up to the first st
 Trainer.run_epoch (one model, no torchrun), then stops, and prints one line of JSON:
 
     {"seconds_to_first_step", "rss_mb_before_data" (after the imports), "rss_mb_at_first_step",
-     "seconds": {each phase}, "train_pairs", "threads", "dtype"}
+     "seconds": {each phase}, "train_pairs", "batches", "resumed_at_step" (0: a fresh model;
+     a trained run goes on from its last.pt), "threads", "dtype"}
 
 Seconds count from the process's start: $BENCH_T0 (time.time() of the parent just before it
 started this process) when set, else the start time Linux records for the process.
@@ -73,7 +74,8 @@ def first_step(config, start: float) -> dict:
     data = load_training_data(config, prepared)
     phase("load_training_data")
     trainer = Trainer(config, data, run_dir, distributed, device)
-    trainer.resume_or_initialise()
+    trainer.resume_or_initialise()  # a trained run goes on from its last.pt
+    resumed_at = trainer.progress.step
     phase("build_model")
     trainer.start(threads)  # guided alignment (eflomal) runs here with training.guided_alignment
     phase("trainer_start")
@@ -86,8 +88,10 @@ def first_step(config, start: float) -> dict:
         raise SystemExit("startup: the first batch's loss was not finite")
     phase("first_step")
     result = {"seconds_to_first_step": round(time.time() - start, 3),
-              "rss_mb_at_first_step": round(rss_mb(), 1), "seconds": seconds, "train_pairs": len(data.train_examples), "batches": len(batches),
-              "threads": threads, "dtype": "bfloat16" if trainer.bf16 else "float32"}
+              "rss_mb_at_first_step": round(rss_mb(), 1), "seconds": seconds,
+              "train_pairs": len(data.train_examples), "batches": len(batches),
+              "resumed_at_step": resumed_at, "threads": threads,
+              "dtype": "bfloat16" if trainer.bf16 else "float32"}
     trainer.board.close()
     del trainer
     distributed.close()

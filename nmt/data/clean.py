@@ -92,6 +92,8 @@ def clean_pairs(sources: Sources, data: DataConfig, folder: Path, counts: dict,
     counts["filtered_length"] = too_long
     counts["pairs_kept"] = len(zh_hashes)
     if pair_filter is not None and pair_filter.active:
+        if pair_filter.dual is not None:  # the scores met none, or only some, of these lines
+            pair_filter.dual.check(", ".join(map(str, sources.files())))
         counts["clean"] = pair_filter.counts()
         write_examples(folder / "dropped", pair_filter)
     return Shard(folder, np.frombuffer(zh_hashes, np.uint64).copy(),
@@ -146,10 +148,10 @@ def make_filter(data: DataConfig) -> PairFilter:
     if (clean.dual_scores is None) != (clean.dual_drop is None):
         raise NMTError("data.clean.dual_scores and data.clean.dual_drop go together: the scores "
                        "of scripts/dual_score.py and the worst share of them to drop")
-    worst: set[str] = set()
+    dual = None
     if clean.dual_scores is not None and clean.dual_drop is not None:
-        worst = read_dual_scores(clean.dual_scores, clean.dual_drop)
-    return PairFilter(clean, worst)
+        dual = read_dual_scores(clean.dual_scores, clean.dual_drop)
+    return PairFilter(clean, dual)
 
 
 def write_examples(folder: Path, pair_filter: PairFilter) -> None:

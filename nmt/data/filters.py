@@ -19,6 +19,8 @@ pair is counted once.
 from __future__ import annotations
 
 import functools
+import hashlib
+import logging
 import re
 import unicodedata
 from collections import Counter
@@ -33,6 +35,10 @@ MARKUP = re.compile(r"<[^<>]{1,200}>|&[a-z]{2,8};|https?://\S+|www\.\S+|\S+@\S+\
                     re.IGNORECASE)
 DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
 EXAMPLES = 20  # dropped pairs kept per filter, for the prepared folder's dropped/ files
+MAKE_SCORES = ("train a run on this corpus with training.channel_members: 1 and run "
+               "`python scripts/dual_score.py CONFIG` (it writes runs/<name>/dual_scores.tsv)")
+
+log = logging.getLogger(__name__)
 
 
 def is_han(char: str) -> bool:
@@ -104,8 +110,8 @@ class PairFilter:
     """data.clean applied to a stream of pairs: what each filter dropped, and examples."""
 
     clean: CleanConfig
-    # corpus lines the dual score drops (data.clean.dual_scores, dual_drop)
-    dual_worst: set[str] = field(default_factory=set)
+    # data.clean.dual_scores: the corpus lines its worst dual_drop share drops
+    dual: DualScores | None = None
     dropped: Counter = field(default_factory=Counter)
     stripped: int = 0  # pairs whose markup was stripped (markup: strip)
     examples: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
@@ -115,12 +121,15 @@ class PairFilter:
         return self.clean != CleanConfig()
 
     def __call__(self, zh: str, en: str, line: str) -> tuple[str, str] | None:
-        """The pair as kept (markup stripped), or None when a filter drops it."""
+        """The pair as kept (markup stripped), or None when a filter drops it; `line` is its
+        corpus line as prepare numbers it ("7", or "2:7" for the second of several corpora)."""
+        if self.dual is not None:
+            self.dual.see(line)
         if self.clean.markup == "strip" and (MARKUP.search(zh) or MARKUP.search(en)):
             zh, en = strip_markup(zh), strip_markup(en)
             self.stripped += 1
         reason = "markup" if not (zh and en) else reason_to_drop(zh, en, self.clean)
-        if reason is None and line in self.dual_worst:
+        if reason is None and self.dual is not None and line in self.dual.worst:
             reason = "dual"
         if reason is None:
             return zh, en
@@ -134,9 +143,53 @@ class PairFilter:
         return {"dropped": dict(sorted(self.dropped.items())), "markup_stripped": self.stripped}
 
 
-def read_dual_scores(path: str, drop: float) -> set[str]:
-    """The corpus lines (as prepare numbers them) of the worst `drop` share by dual score, from
-    the TSV scripts/dual_score.py wrote (nmt/decoding/dual_score.py): line <TAB> H_f <TAB> H_r <TAB> score."""
+def line_hash(line: str) -> int:
+    """A stable 64-bit hash of a corpus line's number ("7", "2:7")."""
+    return int.from_bytes(hashlib.blake2b(line.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+@dataclass
+class DualScores:
+    """A file of dual scores (data.clean.dual_scores) as cleaning reads it: the lines to drop,
+    and how many of the lines it scores are lines of the corpus being cleaned.
+
+    Scores and corpus meet by line number only (scripts/dual_score.py writes each training
+    pair's corpus line, "k:line" with several corpora): scores of another corpus, or of other
+    corpora, name lines this one does not have, or other sentences. `see` counts the scored
+    lines met among the corpus lines read; `check`, once all are read, says when some or all of
+    them were not met. The scored lines are kept as 8-byte hashes, not strings."""
+
+    path: str
+    worst: set[str]  # the corpus lines of the worst dual_drop share: dropped
+    scored: np.ndarray  # (N,) uint64, sorted, unique: line_hash of every line the file scores
+    met: int = 0  # scored lines seen among the corpus lines read so far
+
+    def see(self, line: str) -> None:
+        key = np.uint64(line_hash(line))
+        at = int(np.searchsorted(self.scored, key))
+        if at < len(self.scored) and self.scored[at] == key:
+            self.met += 1
+
+    def check(self, corpus: str) -> None:
+        """An NMTError when no scored line is a line of `corpus` (every line read seen), a
+        warning with the count when some are not."""
+        if self.met == 0:
+            raise NMTError(f"data.clean.dual_scores: none of the {len(self.scored):,} lines scored "
+                           f"in {self.path} is a line of the corpus {corpus} (scores and corpus "
+                           f"meet by line number): the scores are of another corpus. Score this "
+                           f"one: {MAKE_SCORES}")
+        if self.met < len(self.scored):
+            log.warning("data.clean.dual_scores: %s of the %s lines scored in %s are not lines of "
+                        "the corpus %s read here (scores and corpus meet by line number): their "
+                        "scores drop nothing. If the scores are of another corpus, %s",
+                        f"{len(self.scored) - self.met:,}", f"{len(self.scored):,}", self.path,
+                        corpus, MAKE_SCORES)
+
+
+def read_dual_scores(path: str, drop: float) -> DualScores:
+    """The corpus lines (as prepare numbers them) of the worst `drop` share by dual score, and
+    every line scored, from the TSV scripts/dual_score.py wrote (nmt/decoding/dual_score.py):
+    line <TAB> H_f <TAB> H_r <TAB> score."""
     lines, scores = [], []
     try:
         with open(path, encoding="utf-8") as file:
@@ -152,4 +205,5 @@ def read_dual_scores(path: str, drop: float) -> set[str]:
     if not scores:
         raise NMTError(f"data.clean.dual_scores: {path} holds no scores")
     worst = np.argsort(-np.array(scores), kind="stable")[: int(round(drop * len(scores)))]
-    return {lines[i] for i in worst}
+    hashes = np.fromiter((line_hash(line) for line in lines), np.uint64, len(lines))  # (N,)
+    return DualScores(path, {lines[i] for i in worst}, np.unique(hashes))  # (N,) sorted

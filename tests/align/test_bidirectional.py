@@ -5,8 +5,6 @@ Python API and the web page)."""
 from __future__ import annotations
 
 import json
-import runpy
-import sys
 from dataclasses import replace
 
 import numpy as np
@@ -283,23 +281,6 @@ def test_the_page_links_come_from_both_directions_when_the_run_has_a_reverse_mod
         assert sorted(map(tuple, line["links"])) == sorted(expected)
         assert all(0 <= s < len(line["source_tokens"]) and 0 <= t < len(line["target_tokens"])
                    for s, t in line["links"])
-
-
-def test_the_benchmark_times_both_directions_beside_eflomal(trained, tmp_path, monkeypatch, capsys):
-    config, _, _ = trained
-    source = tmp_path / "mine.tsv"
-    source.write_text("汤姆喜欢猫。\tTom likes cats.\n\n玛丽喜欢狗。\tMary likes dogs.\n", encoding="utf-8")
-    script = REPO / "bench" / "bench_align.py"
-    monkeypatch.setattr(sys, "argv", [
-        str(script), str(REPO / "configs" / "smoke.yaml"), f"data.corpus={config.data.corpus}",
-        f"data.prepared_dir={config.data.prepared_dir}", "training.device=cpu",
-        "--input", str(source), "--pairs", "5"])
-    runpy.run_path(str(script), run_name="__main__")
-    out = capsys.readouterr().out
-    assert "corpus   5 pairs of" in out and "machine" in out and "float32" in out
-    assert "both directions  (posterior / posterior)" in out
-    assert f"{DEFAULT_BIDIRECTIONAL_METHOD:<20}" in out and "(default)" in out
-    assert "eflomal" in out  # its speed, or that it is not installed
 
 
 def test_alignment_json_keeps_one_direction_rows_beside_those_of_one_reverse_model(tmp_path):

@@ -1,11 +1,17 @@
-"""bench/bench_clean.py --record: the figures it prints, written to DIR/cleaning_bench.json."""
+"""bench/bench_clean.py: the figures it prints, written by --record to DIR/cleaning_bench.json, and
+the dual scores of the trained smoke run (scripts/dual_score.py) dropping pairs through the
+filters prepare makes, or stopping it when they are of another corpus."""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
 import json
+import re
 from collections import Counter
+from pathlib import Path
+
+import pytest
 
 from helpers import REPO
 from nmt.evaluation.cleaning import bench_rows, noise_section
@@ -82,3 +88,52 @@ def test_prepare_is_timed_with_and_without_the_filters(monkeypatch):
     assert with_clean[2:4] == ["configs/tatoeba_clean.yaml", "data.workers=1"]
     # the clock's spans are 1, 5, 9 and 13 s: the faster of each setting is its first
     assert found == {"without_clean": 1.0, "with_clean": 5.0, "ratio": 5.0}
+
+
+def dual_scores_of(run, monkeypatch) -> str:
+    """scripts/dual_score.py on `run` (in this process): its runs/<name>/dual_scores.tsv."""
+    import runpy
+    import sys
+
+    import torch
+
+    script = REPO / "scripts" / "dual_score.py"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")  # the script sets it; undone after
+    monkeypatch.setattr(sys, "argv", [str(script), *run.args()])
+    threads = torch.get_num_threads()
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    finally:
+        torch.set_num_threads(threads)
+    return str(run.config.run_dir / "dual_scores.tsv")
+
+
+@pytest.mark.e2e
+def test_the_dual_scores_of_a_trained_run_drop_pairs_as_prepare_would(trained_copy, monkeypatch,
+                                                                     run_bench):
+    scores = dual_scores_of(trained_copy, monkeypatch)
+    corpus = trained_copy.config.data.corpus.files()[0]
+    config = str(REPO / "configs" / "tatoeba_clean.yaml")
+    status, out, err = run_bench("bench_clean.py", [
+        config, f"data.corpus={corpus}", f"data.clean.dual_scores={scores}",
+        "data.clean.dual_drop=0.2"])
+    assert status == 0, err
+    dropped = [int(count) for count in re.findall(r"\bdual (\d+)", out)]
+    # the worst fifth of the run's training pairs, less those a surface filter dropped first
+    scored = len(Path(scores).read_text(encoding="utf-8").splitlines()) - 1  # less the header
+    assert dropped and 0 < sum(dropped) <= round(0.2 * scored)
+    assert f"dual_scores='{scores}'" in out and "filters ran over 200 pairs" in out
+
+
+@pytest.mark.e2e
+def test_dual_scores_of_another_corpus_stop_the_bench(trained, tmp_path, run_bench):
+    scores = tmp_path / "other.tsv"
+    scores.write_text("line\th_forward\th_reverse\tscore\n" + "".join(
+        f"{n}\t1.0\t1.0\t{n / 100}\n" for n in range(5001, 5021)), encoding="utf-8")
+    status, out, err = run_bench("bench_clean.py", [
+        str(REPO / "configs" / "tatoeba_clean.yaml"),
+        f"data.corpus={trained.config.data.corpus.files()[0]}",
+        f"data.clean.dual_scores={scores}", "data.clean.dual_drop=0.1"])
+    assert status == 2 and f"none of the 20 lines scored in {scores}" in err
+    assert "the noised copy of" in err and "scripts/dual_score.py" in err
+    assert "filters ran over" not in out

@@ -1,17 +1,19 @@
-"""bench/bench_prepare.py: the synthetic corpora it makes, and bench/startup.py's first step."""
+"""bench/bench_prepare.py: the synthetic corpora it makes, its timing of prepare on the trained
+smoke run's corpus, and bench/startup.py's first step, fresh and going on from a trained run."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from helpers import REPO, tiny_corpus_pairs
-from nmt.data.prepare import prepare
 
 
 def load_bench():
@@ -60,17 +62,49 @@ def test_the_memory_of_a_process_tree_counts_its_children():
 
 
 @pytest.mark.e2e
-def test_startup_reports_its_first_step(smoke_config, tmp_path):
-    prepare(smoke_config)
-    data = smoke_config.data
-    command = [sys.executable, str(REPO / "bench" / "startup.py"), str(REPO / "configs" / "smoke.yaml"),
-               f"data.corpus={data.corpus}", f"data.prepared_dir={data.prepared_dir}",
-               "training.members=1", "training.max_steps=1", "training.validate_every=1000000",
-               "name=startup", f"runs_dir={tmp_path / 'runs'}"]
-    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120,
+def test_a_corpus_is_prepared_and_trained_from_fresh_processes_and_tabled(trained, tmp_path, capsys):
+    bench = load_bench()  # what --synthetic does for each corpus: prepare, then start training
+    corpus = trained.config.data.corpus.files()[0]
+    row = bench.measure(str(REPO / "configs" / "smoke.yaml"), corpus, tmp_path, 1)
+    assert (row["lines"], row["pairs"]) == (200, trained_pairs(trained))
+    assert row["prepare_seconds"] > 0 and row["prepare_tree_mb"] >= row["prepare_proc_mb"] > 0
+    startup = row["startup"]
+    assert 0 < startup["seconds"]["first_step"] < startup["seconds_to_first_step"]
+    assert startup["rss_mb_at_first_step"] > startup["rss_mb_before_data"] > 0
+    assert startup["train_pairs"] > 0 and startup["dtype"] in ("float32", "bfloat16")
+    assert startup["resumed_at_step"] == 0  # a fresh model
+    bench.print_table([("real", row)], 1)
+    table = capsys.readouterr().out.splitlines()
+    assert table[-2].split()[:3] == ["real", "200", str(row["pairs"])]
+    assert table[-1].startswith("training RSS growth real → real: +0 MB")
+
+
+def trained_pairs(run) -> int:
+    prepared = Path(run.config.data.prepared_dir)
+    manifest = json.loads(next(prepared.glob("*/manifest.json")).read_text(encoding="utf-8"))
+    return manifest["counts"]["pairs_kept"]
+
+
+@pytest.mark.e2e
+def test_startup_goes_on_from_a_trained_runs_last_checkpoint(trained_copy):
+    result = subprocess.run([sys.executable, str(REPO / "bench" / "startup.py"), *trained_copy.args()],
+                            cwd=REPO, capture_output=True, text=True, timeout=120,
                             env=dict(os.environ, BENCH_T0=""))  # the /proc start time
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["resumed_at_step"] == 6  # the trained run's last.pt
     assert 0 < report["seconds"]["first_step"] < report["seconds_to_first_step"]
-    assert report["rss_mb_at_first_step"] > report["rss_mb_before_data"] > 0
-    assert report["train_pairs"] > 0 and report["dtype"] in ("float32", "bfloat16")
+    assert report["train_pairs"] > 0 and report["threads"] == 1
+
+
+@pytest.mark.e2e
+def test_the_bench_times_prepare_cold_and_cached_on_a_runs_corpus(trained):
+    done = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "bench_prepare.py"),
+         str(trained.config.data.corpus.files()[0]), "--config", str(REPO / "configs" / "smoke.yaml"), "--workers", "1"],
+        cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.startswith("machine: ") and "torch threads 1" in done.stdout
+    assert re.search(r"workers=1: cold [\d.]+ s \(prepare itself [\d.]+ s\), cached [\d.]+ s",
+                     done.stdout), done.stdout
+    assert f"pairs kept {trained_pairs(trained)}," in done.stdout  # as the run's prepare

@@ -1,5 +1,6 @@
-"""bench/bench_serve.py: the size on disk of what a plan decodes with, the process's memory, and
-(end to end, on a tiny random run) the serving.<label>.json that --record writes."""
+"""bench/bench_serve.py: the size on disk of what a plan decodes with, the process's memory, the
+sentences it sends, and (end to end, on the trained smoke run) the serving.<label>.json that
+--record writes, naming the models it served."""
 
 from __future__ import annotations
 
@@ -9,16 +10,18 @@ import os
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from helpers import REPO
-from random_checkpoint import write_random_run
 from nmt.decoding.plan import DecodingPlan, RescoringModel
+from nmt.errors import NMTError
 
 MB = 2 ** 20
 KEYS = {"requests_per_second", "clients", "requests", "failed", "median_ms", "p90_ms",
-        "rss_mb_before", "rss_mb_loaded", "rss_mb_peak", "disk_mb", "beam", "machine", "threads", "label"}
+        "rss_mb_before", "rss_mb_loaded", "rss_mb_peak", "disk_mb", "beam", "machine", "threads", "label",
+        "models"}
 
 
 @pytest.fixture
@@ -60,18 +63,36 @@ def test_memory_figures_come_from_proc_status(bench, tmp_path):
         assert bench.status_mb("VmHWM") >= bench.status_mb("VmRSS") > 0
 
 
+def test_it_sends_dev_sentences_or_a_fixed_list_only_where_nothing_is_prepared(bench, smoke,
+                                                                              tmp_path, capsys):
+    unprepared = replace(smoke, data=replace(smoke.data, prepared_dir=str(tmp_path / "none")))
+    assert bench.sentences(unprepared) == bench.FALLBACK
+    assert "is not prepared: sending 4 fixed sentences" in capsys.readouterr().err
+    damaged = Path(unprepared.data.prepared_dir) / unprepared.data_hash()
+    damaged.mkdir(parents=True)
+    (damaged / "manifest.json").write_text("{}", encoding="utf-8")  # another data hash
+    with pytest.raises(NMTError, match="written for other data settings"):
+        bench.sentences(unprepared)
+
+
 @pytest.mark.e2e
-def test_record_writes_the_serving_figures_of_the_plans_label(smoke_config):
-    write_random_run(smoke_config.run_dir.parent, "smoke", replace(smoke_config, name="smoke"))
+def test_record_writes_the_serving_figures_of_the_trained_runs_plan(trained_copy):
     done = subprocess.run(
-        [sys.executable, "bench/bench_serve.py", str(REPO / "configs" / "smoke.yaml"),
-         f"data.corpus={smoke_config.data.corpus}", f"data.prepared_dir={smoke_config.data.prepared_dir}",
-         f"runs_dir={smoke_config.runs_dir}", "training.threads=1", "--requests", "6",
-         "--clients", "2", "--beam", "2", "--record"],
+        [sys.executable, "bench/bench_serve.py", *trained_copy.args(
+            "--requests", "6", "--clients", "2", "--beam", "2", "--record")],
         cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "0 failed" in done.stdout and "MB on disk" in done.stdout
-    figures = json.loads((smoke_config.run_dir / "serving.best.json").read_text())
-    assert KEYS <= set(figures) and figures["label"] == "best" and figures["failed"] == 0
+    models = f"{trained_copy.checkpoint} rescored by {trained_copy.channel}"
+    [model] = [line for line in done.stdout.splitlines() if line.startswith("model     ")]
+    assert model.startswith("model     runs/smoke (") and f": {models}) loaded in" in model
+    figures = json.loads((trained_copy.config.run_dir / f"serving.{figures_label(model)}.json"
+                          ).read_text())
+    assert KEYS <= set(figures) and figures["models"] == models and figures["failed"] == 0
     assert figures["requests"] == 6 and figures["clients"] == 2 and figures["disk_mb"] > 0
     assert figures["rss_mb_peak"] >= figures["rss_mb_loaded"] >= figures["rss_mb_before"] > 0
+
+
+def figures_label(model_line: str) -> str:
+    """The label in "model     runs/smoke (LABEL: files) loaded in ...": its results file's."""
+    return model_line.split("(", 1)[1].split(":", 1)[0]
