@@ -16,7 +16,9 @@ from nmt.config.migrate import config_in_sections
 from nmt.errors import NMTError
 
 # Keys that may change between a run and its resumption: how long, where, how fast, how to decode.
-RESUMABLE_PREFIXES = (
+# runs_dir is where the folder is, not what it holds: a run moved or reached by another spelling
+# of its path resumes.
+RESUMABLE_PREFIXES = ("runs_dir", 
     "training.max_steps", "training.max_epochs", "training.max_minutes", "training.overwrite",
     "training.threads", "training.examples",  # what TensorBoard shows, not what is trained
     "training.device", "search.", "eval.", *(f"data.{key}" for key in DATA_LOCATION_KEYS),

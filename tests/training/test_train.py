@@ -283,6 +283,14 @@ def test_a_run_saved_before_a_key_existed_resumes_when_the_key_keeps_its_default
     assert config_differences(saved, changed) == ["training.src_word_dropout"]
 
 
+def test_a_run_folder_moved_or_spelled_otherwise_resumes(smoke_config, tmp_path):
+    """Where a run folder is (runs_dir) is not what it holds: a moved run resumes."""
+    moved = replace(smoke_config, runs_dir=str(tmp_path / "elsewhere"))
+    assert config_differences(smoke_config.to_dict(), moved.to_dict()) == []
+    assert config_differences(smoke_config.to_dict(), with_training(moved, lr=0.1).to_dict()) == [
+        "training.lr"]
+
+
 @pytest.mark.e2e
 def test_init_from_starts_a_new_run_from_trained_weights(smoke_config):
     base_dir = train(with_training(smoke_config, max_steps=10, validate_every=100))
