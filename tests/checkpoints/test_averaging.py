@@ -171,3 +171,31 @@ def test_bad_averaging_keys_are_named(raw, message):
     with pytest.raises(NMTError, match=re.escape(message)):
         build_config(raw, source="x.yaml")
     assert build_config({"eval": {"average": "best:12"}}).eval.average == "best:12"
+
+
+def test_an_average_is_known_by_its_sources_content_and_an_older_one_is_written_again(tmp_path, smoke):
+    """planned_average only reads: the same sources' contents, however their paths are spelled,
+    make the average written; an average from before averages named their sources' SHA-256
+    (their paths only) is written again, with the same weights; the bytes never depend on the
+    spelling."""
+    from nmt.checkpoints.averaging import planned_average, write_planned
+    from nmt.checkpoints.file import save_checkpoint
+    from nmt.io import file_sha256
+
+    folder = smoke.run_dir / "checkpoints"
+    for step in (10, 20):
+        write_random_checkpoint(folder / f"step_{step:06d}.pt", replace(smoke, seed=step), step=step)
+    planned = planned_average(smoke.run_dir, "last", 2)
+    assert not planned.written and not planned.output.exists()  # only read
+    write_planned(planned)
+    written = file_sha256(planned.output)
+    spelled = Path(str(smoke.run_dir).replace("/runs/", "/runs/./"))
+    assert planned_average(spelled, "last", 2).written
+    old = load_checkpoint(planned.output)  # as an older version wrote it: paths, no checksums
+    old["averaged_from"] = [{"checkpoint": str(p), "step": s} for p, s in
+                            zip(planned.sources, (10, 20))]
+    save_checkpoint(planned.output, old)
+    again = planned_average(smoke.run_dir, "last", 2)
+    assert not again.written
+    write_planned(again)
+    assert file_sha256(planned.output) == written  # the same weights, the same bytes
