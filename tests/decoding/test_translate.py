@@ -213,7 +213,7 @@ def test_search_bf16_decodes_under_autocast_where_the_search_runs(checkpoint, sm
         return search(*args, **kwargs)
 
     monkeypatch.setattr(translate_module, "search", recording_search)
-    monkeypatch.setattr("nmt.decoding.plan.use_bf16", lambda setting, device, key: bool(setting))
+    monkeypatch.setattr("nmt.decoding.plan_types.use_bf16", lambda setting, device, key: bool(setting))
     lines = ["汤姆喜欢猫。", "玛丽喜欢狗。", "猫狗"]
     for bf16 in (True, False):
         settings = replace(smoke.search, batch_size=1, workers=workers, bf16=bf16)

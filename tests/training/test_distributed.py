@@ -172,7 +172,7 @@ def test_rank_0_alone_writes_files_and_logs(two_rank_run):
     events = [f for f in files if f.startswith("tensorboard/")]
     assert len(events) == 1, files  # one SummaryWriter, rank 0's
     assert [f for f in files if f not in events] == [
-        "checkpoints/best.pt", "checkpoints/last.pt", "commands.txt", "config.yaml",
+        "checkpoints/best.pt", "checkpoints/last.pt", "commands.txt", "config.yaml", "run.json",
         "train_summary.json"]
     assert (run_dir / "commands.txt").read_text().count("torchrun --nproc-per-node 2") == 1
     assert 1 not in two_rank_run.written, two_rank_run.written
