@@ -1,50 +1,51 @@
 """The web page and its JSON API: type Chinese, see the translation, its attention and its links.
 
     GET  /                 the page (static/index.html)
-    GET  /api/translate    ?text=...&beam=5&nbest=1[&run=NAME] → one text's translation (TextResult)
-    POST /api/translate    {"lines": [...], "beam": 5, "nbest": 1, "run": NAME} → one result per line
+    GET  /api/translate    ?text=...[&beam=5&nbest=1&run=NAME&attention=true&links=true]
+                           → one text's translation (TextResult)
+    POST /api/translate    {"lines": [...], "beam": 5, "nbest": 1, "run": NAME, "attention": true,
+                            "links": true} → one result per line (only "lines" is required)
     GET  /api/runs         the trained runs under runs/, and the default one
+    GET  /api/runs/{run}   a run and its own search (the beam and n-best a request gets by default)
     GET  /api/health       {"ok": true} once the default run is loaded (503 while it loads)
     GET  /font             the CJK font the attention plots use too (Chinese labels, offline)
     GET  /docs             the API, as Swagger UI renders /openapi.json
 
 Parameters, bodies and answers are declared (FastAPI's Query, the pydantic models of
 `schemas`), so /openapi.json describes them all, the limits of the config's serve section
-included. One thread decodes (`batcher`): a full queue or a request past its deadline is a 503
-with Retry-After. Errors: see `errors`.
+included. Each run's one thread decodes (`batcher`) and makes the answers, attention and links
+included (`answers`): the translate routes are async and await it, so a full queue is a 503
+with Retry-After at once, however many requests wait elsewhere, and so is a request past its
+deadline. Errors: see `errors`.
 """
 
-from collections.abc import Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
+from pathlib import Path as FilePath
 from typing import Annotated, Any
 
-import numpy as np
-from fastapi import FastAPI, Query
+from fastapi import FastAPI, Path, Query
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
 
-from nmt.align.bidirectional import BidirectionalAligner
-from nmt.align.extract import extract_links
-from nmt.align.links import Link, join_units, parse_pairs
-from nmt.align.translated import align_lines, aligner_of
-from nmt.align.units import unit_links_to_tokens
 from nmt.config.serve_schema import ServeConfig
-from nmt.decoding.translator import Translation, Translator
 from nmt.plot import cjk_font
+from nmt.serve.answers import Asked
+from nmt.serve.batcher import Batcher
 from nmt.serve.errors import RequestGuard, add_error_handlers
 from nmt.serve.runs import RunRegistry
-from nmt.serve.schemas import (BEAM, MAX_BEAM, NBEST, RUN, BatchResult, Error, Health, Runs, TextResult,
-                               TranslateBatch, batch_model)
+from nmt.serve.schemas import (ATTENTION, BEAM, LINKS, MAX_BEAM, NBEST, RUN, BatchResult, Error, Health,
+                               RunInfo, Runs, TextResult, TranslateBatch, batch_model)
 
-STATIC = Path(__file__).parent / "static"
+STATIC = FilePath(__file__).parent / "static"
 # Any 4xx is an Error; declaring "4XX" also keeps FastAPI from listing its own 422 body.
 ERRORS: dict[int | str, dict[str, Any]] = {
     "4XX": {"model": Error, "description": "a bad request: what is wrong and what to do"},
     500: {"model": Error, "description": "a server error (logged; the server goes on)"},
     503: {"model": Error, "description": "busy: the queue is full (serve.queue_lines), the answer "
                                          "did not come within serve.deadline_seconds, the model "
-                                         "is still loading, or the server is shutting down",
+                                         "is still loading, the run was just unloaded to make "
+                                         "room (serve.max_runs), or the server is shutting down",
           "headers": {"Retry-After": {"description": "seconds to wait before asking again",
                                       "schema": {"type": "integer"}}}}}
 
@@ -90,27 +91,47 @@ def add_api(app: FastAPI, registry: RunRegistry, limits: ServeConfig) -> None:
     def runs() -> dict:
         return {"runs": registry.names(), "default": registry.default_run}
 
+    @app.get("/api/runs/{run}", response_model=RunInfo, responses=ERRORS)
+    async def run_info(run: Annotated[str, Path(description=RUN)]) -> dict:
+        """The run (loaded by this request if it is not yet) and its own search: what a request
+        naming it gets when it gives no beam or n-best."""
+        translator = (await batcher_for(registry, run)).translator
+        return {"run": translator.run_name, "architecture": translator.architecture,
+                "model": translator.answered_by, "search": {"beam": translator.search.beam_size,
+                                                            "nbest": translator.search.n_best}}
+
     @app.get("/api/translate", response_model=TextResult, responses=ERRORS)
-    def translate_text(
+    async def translate_text(
         text: Annotated[str, Query(max_length=limits.max_chars, pattern=r"\S", examples=["汤姆喜欢猫。"],
                                    description="Chinese, one sentence per line (blank lines are "
                                                "skipped); something to translate")],
-        beam: Annotated[int, Query(ge=1, le=MAX_BEAM, description=BEAM)] = 5,
-        nbest: Annotated[int, Query(ge=1, le=MAX_BEAM, description=NBEST)] = 1,
+        beam: Annotated[int | None, Query(ge=1, le=MAX_BEAM, description=BEAM)] = None,
+        nbest: Annotated[int | None, Query(ge=1, le=MAX_BEAM, description=NBEST)] = None,
         run: Annotated[str | None, Query(description=RUN)] = None,
+        attention: Annotated[bool, Query(description=ATTENTION)] = False,
+        links: Annotated[bool, Query(description=LINKS)] = False,
     ) -> dict:
         """The text's translation: the first line's fields at the top, every line in `lines`."""
         lines = [line for line in text.split("\n") if line.strip()]  # not empty: the pattern
-        answer = translate(registry, lines, beam, nbest, run)
+        answer = await translate(registry, lines, (beam, nbest), run, Asked(attention, links))
         return {**answer, **answer["lines"][0]}
 
-    def translate_lines(batch: TranslateBatch) -> dict:
+    async def translate_lines(batch: TranslateBatch) -> dict:
         """Each line's translation, in the order sent (a blank line gets an empty one)."""
-        return translate(registry, batch.lines, batch.beam, batch.nbest, batch.run)
+        return await translate(registry, batch.lines, (batch.beam, batch.nbest), batch.run,
+                               Asked(batch.attention, batch.links))
 
     # FastAPI reads the body's model from the annotation: the one with this server's limits
     translate_lines.__annotations__["batch"] = batch_model(limits)
     app.post("/api/translate", response_model=BatchResult, responses=ERRORS)(translate_lines)
+
+
+async def batcher_for(registry: RunRegistry, run: str | None) -> Batcher:
+    """The run's batcher: at once when it is loaded (no thread of the pool is waited for, so a
+    full queue is refused at once however many requests the pool holds); else loaded in a
+    thread of the pool."""
+    batcher = registry.loaded(run)
+    return batcher if batcher is not None else await run_in_threadpool(registry.get, run)
 
 
 def add_page(app: FastAPI) -> None:
@@ -136,10 +157,14 @@ def max_body_bytes(limits: ServeConfig) -> int:
     return 8 * limits.max_lines * limits.max_chars + 64 * 1024
 
 
-def translate(registry: RunRegistry, lines: list[str], beam: int, nbest: int, run: str | None) -> dict:
-    """{"run", "architecture", "lines": one answer per line, in order, "warnings"}."""
-    batcher = registry.get(run)
+async def translate(registry: RunRegistry, lines: list[str], search: tuple[int | None, int | None],
+                    run: str | None, asked: Asked) -> dict:
+    """{"run", "architecture", "model", "search", "lines": one answer per line, in order,
+    "warnings"}. `search`: the request's (beam, n-best); None: the run's own. The decoding
+    thread makes the answers (nmt/serve/answers.py): search, links and layers alike."""
+    batcher = await batcher_for(registry, run)
     translator = batcher.translator
+    beam, nbest = search[0] or translator.search.beam_size, search[1] or translator.search.n_best
     warnings = []
     widest = len(translator.tgt_vocab) // 2  # a beam search keeps 2 × beam candidates a step
     if beam > widest:  # only a toy model's vocabulary is this small
@@ -148,45 +173,7 @@ def translate(registry: RunRegistry, lines: list[str], beam: int, nbest: int, ru
     if nbest > beam:  # a search keeps beam hypotheses: there are no more to return
         warnings.append(f"nbest = {nbest} is more than the beam ({beam}): {beam} returned")
         nbest = beam
-    results = batcher.translate(lines, beam, nbest)
-    both: Sequence[set[Link] | None] = bidirectional_links(translator, results) or [None] * len(results)
-    answers = [describe(translator, result, links) for result, links in zip(results, both)]
+    answers = await batcher.answer(lines, beam, nbest, asked)
     return {"run": translator.run_name, "architecture": translator.architecture,
-            "model": translator.answered_by, "lines": answers, "warnings": warnings}
-
-
-def bidirectional_links(translator: Translator, results: list[Translation]
-                        ) -> list[set[Link]] | None:
-    """With a channel (reverse) model in the run's plan, each line's links from both directions
-    (nmt/align/translated.py: the forward model and the reverse one, teacher-forced on the
-    translation), moved from characters and Moses tokens onto the words the page shows; else
-    None."""
-    if translator.reranker is None or not isinstance(aligner_of(translator), BidirectionalAligner):
-        return None  # no channel model (an engine's student has none either)
-    lines = [f"{join_units(r.src_tokens)}\t{r.text}" for r in results]
-    pairs = parse_pairs(lines, "the page's translations")
-    found = align_lines(translator, [p.src_text for p in pairs], [p.tgt_text for p in pairs])
-    return [unit_links_to_tokens(set(links), r.src_tokens, p.src_units, r.tokens, p.tgt_units)
-            for links, r, p in zip(found, results, pairs)]
-
-
-def describe(translator: Translator, result: Translation, links: set[Link] | None = None) -> dict:
-    """One line's answer (a LineResult): rows of `attention` are the target tokens (no </s>
-    row), columns the source tokens; `links` are [source index, target index]: those given (both
-    directions', bidirectional_links), else read from the attention (grow-diag-final-and of its
-    row- and column-wise argmax); `layers`, for a Transformer, every layer's every head."""
-    rows = len(result.tokens)
-    attention = None if result.attention is None else np.asarray(result.attention)[:rows]
-    if links is None:
-        links = set() if attention is None else extract_links(attention, "grow-diag-final-and")
-    layers = translator.cross_attention(result)
-    return {
-        "translation": result.text,
-        "nbest": [{"text": text, "score": round(score, 4)} for text, score in result.n_best],
-        "source_tokens": result.src_tokens,
-        "target_tokens": result.tokens,
-        "attention": None if attention is None else np.round(attention, 4).tolist(),
-        "links": [[int(source), int(target)] for source, target in sorted(links)],
-        "layers": None if layers is None else np.round(layers[:, :, :rows], 4).tolist(),
-    }
-
+            "model": translator.answered_by, "search": {"beam": beam, "nbest": nbest},
+            "lines": answers, "warnings": warnings}

@@ -34,8 +34,11 @@ class BadRequest(NMTError):
 
 
 def add_error_handlers(app: FastAPI) -> None:
+    """The handlers are async: Starlette runs a sync handler in its thread pool, so a 503 for a
+    full queue would wait for a thread like any sync route."""
+
     @app.exception_handler(NMTError)
-    def user_error(request: Request, error: NMTError) -> JSONResponse:
+    async def user_error(request: Request, error: NMTError) -> JSONResponse:
         if isinstance(error, Overloaded):
             return JSONResponse({"error": str(error)}, status_code=503,
                                 headers={"Retry-After": str(error.retry_after)})
@@ -43,11 +46,11 @@ def add_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"error": str(error)}, status_code=status)
 
     @app.exception_handler(RequestValidationError)
-    def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
+    async def invalid_request(request: Request, error: RequestValidationError) -> JSONResponse:
         return JSONResponse({"error": "; ".join(map(describe_invalid, error.errors()))}, status_code=400)
 
     @app.exception_handler(HTTPException)
-    def http_error(request: Request, error: HTTPException) -> JSONResponse:
+    async def http_error(request: Request, error: HTTPException) -> JSONResponse:
         headers = dict(error.headers or {})
         if error.status_code == 405:  # Starlette's Allow names the first route's methods only
             headers["Allow"] = ", ".join(served_methods(request))
@@ -55,8 +58,8 @@ def add_error_handlers(app: FastAPI) -> None:
                             status_code=error.status_code, headers=headers)
 
     @app.exception_handler(Exception)
-    def server_error(request: Request, error: Exception) -> JSONResponse:
-        log.exception("request %s failed", request.url.path)
+    async def server_error(request: Request, error: Exception) -> JSONResponse:
+        log.error("request %s failed", request.url.path, exc_info=error)
         return JSONResponse({"error": f"internal error ({type(error).__name__}); see the server log"},
                             status_code=500)
 

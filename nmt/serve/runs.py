@@ -1,15 +1,18 @@
-"""The trained runs a request may name: folders right under runs/, loaded once and shared
-(each behind a Batcher: one decoding thread, so that requests arriving together share a
-search). The default run loads in the background when the server starts; until it is ready,
-health and its requests are answered 503. A load that failed is tried again on the next
-request. Requests only read run folders: a run whose averages or export are not written yet is
-answered 409 with the command that writes them (`make eval`, nmt/decoding/plan.py)."""
+"""The trained runs a request may name: folders right under runs/, loaded on first use and
+shared (each behind a Batcher: one decoding thread, so that requests arriving together share a
+search). At most `serve.max_runs` are loaded at once: loading one more unloads the least
+recently used other than the default run (its thread answers what it holds, then stops). The
+default run loads in the background when the server starts; until it is ready, health and its
+requests are answered 503. A load that failed is tried again on the next request. Requests
+only read run folders: a run whose averages or export are not written yet is answered 409 with
+the command that writes them (`make eval`, nmt/decoding/plan.py)."""
 
 from __future__ import annotations
 
 import logging
 import re
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 from nmt.config.schema import Device
@@ -18,6 +21,7 @@ from nmt.decoding.plan import DecodingPlan, run_plan
 from nmt.decoding.translator import Translator
 from nmt.export.folder import is_export_folder
 from nmt.errors import NMTError
+from nmt.serve.answers import LineAnswers
 from nmt.serve.batcher import Batcher, Overloaded
 
 log = logging.getLogger(__name__)
@@ -43,10 +47,11 @@ class RunRegistry:
         the config's serve section."""
         self.runs_dir, self.default_run, self.device = Path(runs_dir), default_run, device
         self.default_plan, self.limits = default_plan, limits or ServeConfig()
-        self._loaded: dict[str, Batcher] = {}
+        self._loaded: OrderedDict[str, Batcher] = OrderedDict()  # least recently used first
         self._loading: threading.Thread | None = None
         self._load_error: BaseException | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one load at a time (held while models load)
+        self._index = threading.Lock()  # _loaded's order (held for a moment only)
 
     def names(self) -> list[str]:
         """The trained runs: folders with a config.yaml and at least one checkpoint."""
@@ -74,17 +79,29 @@ class RunRegistry:
         """The run's Translator (`.translator`) behind its Batcher, loaded on first use (one load
         even when requests race); the default run while it loads in the background: 503."""
         name = name or self.default_run
-        if name not in self._loaded:
+        batcher = self.loaded(name)
+        if batcher is None:
             self.require(name)
             if name == self.default_run and self._loading is not None and self._loading.is_alive():
                 raise Overloaded(f"loading the run {name}: not ready yet", 2)
-            self._load(name)
-        return self._loaded[name]
+            batcher = self._load(name)
+        return batcher
 
-    def _load(self, name: str) -> None:
+    def loaded(self, name: str | None = None) -> Batcher | None:
+        """The run's Batcher if it is loaded (now the most recently used), else None; never
+        waits for a load (an async route asks this first)."""
+        name = name or self.default_run
+        with self._index:
+            batcher = self._loaded.get(name)
+            if batcher is not None:
+                self._loaded.move_to_end(name)
+            return batcher
+
+    def _load(self, name: str) -> Batcher:
         with self._lock:
-            if name in self._loaded:
-                return
+            loaded = self.loaded(name)
+            if loaded is not None:
+                return loaded
             log.info("loading run %s", name)
             plan = (self.default_plan if name == self.default_run and self.default_plan
                     else run_plan(self.runs_dir / name, self.device))
@@ -100,7 +117,26 @@ class RunRegistry:
             # dropout switched on.
             if plan.engine is None:  # an engine's export has no PyTorch model
                 translator.model.eval()
-            self._loaded[name] = Batcher(translator, self.limits)
+            batcher = Batcher(translator, self.limits, LineAnswers(translator))
+            with self._index:
+                self._loaded[name] = batcher
+                evicted = self._over_max_runs()
+            for old, unloaded in evicted:
+                log.info("unloading run %s (serve.max_runs = %d)", old, self.limits.max_runs)
+                unloaded.close(timeout=0, reason=f"the run {old} was unloaded to make room for "
+                                                 f"another (serve.max_runs = {self.limits.max_runs})")
+            return batcher
+
+    def _over_max_runs(self) -> list[tuple[str, Batcher]]:
+        """Out of the loaded runs (the caller holds _index): the least recently used ones beyond
+        serve.max_runs, never the default run nor the one loaded last."""
+        evicted = []
+        for name in list(self._loaded)[:-1]:
+            if len(self._loaded) <= self.limits.max_runs:
+                break
+            if name != self.default_run:
+                evicted.append((name, self._loaded.pop(name)))
+        return evicted
 
     def load_in_background(self) -> None:
         """Start loading the default run in a thread of its own (check_ready says when); nothing
@@ -134,5 +170,7 @@ class RunRegistry:
     def drain(self, timeout: float | None = None) -> None:
         """Wait until every run's decoding thread has answered what it holds (a server that
         stops: it accepts no request any more)."""
-        for batcher in list(self._loaded.values()):
+        with self._index:
+            batchers = list(self._loaded.values())
+        for batcher in batchers:
             batcher.drain(timeout)

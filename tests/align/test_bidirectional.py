@@ -266,11 +266,12 @@ def test_the_page_links_come_from_both_directions_when_the_run_has_a_reverse_mod
     monkeypatch.setattr(bidirectional, "combine",
                         lambda *args: combined.append(args[2]) or real(*args))
 
-    plain = client.get("/api/translate", params={"text": "汤姆喜欢猫。", "run": "plain"}).json()
+    plain = client.get("/api/translate", params={"text": "汤姆喜欢猫。", "run": "plain",
+                                                 "links": "true"}).json()
     assert plain["links"] and not combined  # one model: its search attention's links
 
     body = client.get("/api/translate", params={"text": "汤姆喜欢猫。\n玛丽喜欢狗。",
-                                                "run": "both"}).json()
+                                                "run": "both", "links": "true"}).json()
     assert combined == [DEFAULT_BIDIRECTIONAL_METHOD] * 2
     translator = registry.get("both").translator
     for line in body["lines"]:

@@ -117,7 +117,7 @@ def test_the_web_api_says_the_engine_answered_and_alignment_says_why_not(student
                            default_plan=plan_for(student))
     registry.get()  # loaded here, so the app's start does not load it in the background
     with TestClient(create_app(registry)) as client:
-        body = client.get("/api/translate", params={"text": LINES[0]}).json()
+        body = client.get("/api/translate", params={"text": LINES[0], "attention": "true"}).json()
     assert body["model"].startswith("ctranslate2") and "int8" in body["model"]
     assert body["attention"] and len(body["attention"]) == len(body["target_tokens"])
     translator = Translator.from_config(student)

@@ -26,7 +26,8 @@ def client(registry):
 
 
 def test_a_translation_with_its_attention_and_links(client):
-    answer = client.get("/api/translate", params={"text": "汤姆喜欢猫。", "beam": 3, "nbest": 2})
+    answer = client.get("/api/translate", params={"text": "汤姆喜欢猫。", "beam": 3, "nbest": 2,
+                                                  "attention": "true", "links": "true"})
     assert answer.status_code == 200, answer.text
     body = answer.json()
     assert body["run"] == "rnn" and body["architecture"] == "rnn" and body["layers"] is None
@@ -42,7 +43,8 @@ def test_a_translation_with_its_attention_and_links(client):
 
 def test_several_lines_and_a_transformer_with_every_layer_and_head(client, registry):
     body = client.get("/api/translate", params={"text": "汤姆喜欢猫。\n\n玛丽喜欢狗。",
-                                                "run": "transformer", "beam": 2}).json()
+                                                "run": "transformer", "beam": 2,
+                                                "attention": "true"}).json()
     assert body["architecture"] == "transformer" and len(body["lines"]) == 2
     layers = body["lines"][1]["layers"]  # (layers, heads, T, S)
     assert (len(layers), len(layers[0])) == registry.get("transformer").translator.model.attention_grid
@@ -51,6 +53,9 @@ def test_several_lines_and_a_transformer_with_every_layer_and_head(client, regis
 
 def test_runs_health_page_and_font(client):
     assert client.get("/api/runs").json() == {"runs": ["rnn", "transformer"], "default": "rnn"}
+    transformer = client.get("/api/runs/transformer").json()
+    assert (transformer["run"], transformer["architecture"]) == ("transformer", "transformer")
+    assert client.get("/api/runs/nosuchrun").status_code == 404
     assert client.get("/api/health").json()["ok"] is True
     page = client.get("/")
     assert page.status_code == 200 and "/static/app.js" in page.text and "http" not in page.text.split("<body>")[0].replace("http-equiv", "")
@@ -149,18 +154,19 @@ def test_a_beam_wider_than_the_vocabulary_allows_is_narrowed_with_a_warning(clie
 
 def test_a_batch_answers_each_line_in_order(client):
     lines = ["玛丽喜欢狗。", "", "汤姆喜欢猫。", "汤姆喜欢猫。"]
+    asked = {"attention": True, "links": True}
     answer = client.post("/api/translate", json={"lines": lines, "beam": 3, "nbest": 2,
-                                                 "run": "transformer"})
+                                                 "run": "transformer", **asked})
     assert answer.status_code == 200, answer.text
     body = answer.json()
     assert body["run"] == "transformer" and body["architecture"] == "transformer"
     assert [line["source_tokens"] for line in body["lines"]] == [
         ["玛丽", "喜欢", "狗", "。"], [], ["汤姆", "喜欢", "猫", "。"], ["汤姆", "喜欢", "猫", "。"]]
     blank = body["lines"][1]  # a blank line keeps its place, with nothing translated
-    assert blank["translation"] == "" and blank["attention"] is None
-    assert body["lines"][2] == body["lines"][3]
+    assert blank["translation"] == "" and blank["attention"] is None and blank["links"] == []
+    assert body["lines"][2] == body["lines"][3] and body["lines"][0]["layers"]
     alone = client.get("/api/translate", params={"text": lines[0], "beam": 3, "nbest": 2,
-                                                 "run": "transformer"}).json()
+                                                 "run": "transformer", **asked}).json()
     assert body["lines"][0] == alone["lines"][0]  # the same per-line answer as GET
 
 
@@ -168,10 +174,13 @@ def test_openapi_lists_the_parameters_their_limits_and_the_answers(client):
     api = client.get("/openapi.json").json()
     get, post = api["paths"]["/api/translate"]["get"], api["paths"]["/api/translate"]["post"]
     parameters = {p["name"]: p for p in get["parameters"]}
-    assert set(parameters) == {"text", "beam", "nbest", "run"} and parameters["text"]["required"]
-    assert parameters["text"]["schema"]["maxLength"] == 50
-    assert (parameters["beam"]["schema"]["minimum"], parameters["beam"]["schema"]["maximum"]) == (1, 50)
-    assert not parameters["run"]["required"]
+    assert set(parameters) == {"text", "beam", "nbest", "run", "attention", "links"}
+    assert parameters["text"]["required"] and parameters["text"]["schema"]["maxLength"] == 50
+    beam = next(s for s in parameters["beam"]["schema"]["anyOf"] if s["type"] == "integer")
+    assert (beam["minimum"], beam["maximum"]) == (1, 50)
+    assert "default: the run's beam" in parameters["beam"]["description"]
+    assert not any(parameters[name]["required"] for name in ("beam", "nbest", "run", "attention", "links"))
+    assert parameters["attention"]["schema"]["default"] is False
     batch = api["components"]["schemas"]["TranslateBatch"]
     lines = batch["properties"]["lines"]
     assert batch["required"] == ["lines"] and lines["maxItems"] == 8 and lines["items"]["maxLength"] == 50

@@ -96,10 +96,15 @@ def test_type_translate_hover_and_see_the_attention(page, tmp_path):
     assert shot.stat().st_size > 10_000
 
 
-def test_a_transformer_gets_a_layer_and_head_picker_and_errors_show(page):
+def test_a_transformer_gets_a_layer_and_head_picker_and_errors_show(page, registry):
     if os.environ.get("NMT_SCREENSHOT_RUN"):
         pytest.skip("the screenshot's run is the only one served")
     page.select_option("#run", "transformer")
+    own = registry.get("transformer").translator.search  # the fields show the run's own search
+    page.wait_for_function("([beam, nbest]) => document.querySelector('#beam').value === beam "
+                           "&& document.querySelector('#nbest').value === nbest",
+                           arg=[str(own.beam_size), str(own.n_best)], timeout=30_000)
+    assert f"beam {own.beam_size}" in page.inner_text("#search")
     page.fill("#text", "汤姆喜欢猫。")
     page.click("#go")
     page.wait_for_selector(".pickers select.layer", timeout=30_000)

@@ -25,7 +25,8 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 # (operation, generation mode, examples): the translate operations get most of the examples.
 FUZZED = [("GET /api/translate", "positive", 30), ("GET /api/translate", "negative", 30),
           ("POST /api/translate", "positive", 30), ("POST /api/translate", "negative", 30),
-          ("GET /api/runs", "positive", 2), ("GET /api/health", "positive", 2)]
+          ("GET /api/runs", "positive", 2), ("GET /api/health", "positive", 2),
+          ("GET /api/runs/{run}", "positive", 4)]  # any string is a name: nothing negative
 RUNS = ["rnn", "transformer", None, "nosuchrun"]
 
 
@@ -68,6 +69,9 @@ def test_the_api_keeps_its_openapi_promises(api_schema, label, mode, examples):
 def naming_a_trained_run(case, run: str | None):
     """The case asking a trained run, or none (the default): made-up names would all be 404s,
     and the fuzzer would never reach a model."""
+    if case.path_parameters and "run" in case.path_parameters:  # GET /api/runs/{run}
+        case.path_parameters["run"] = run or "rnn"
+        return case
     fields = case.body if case.method.upper() == "POST" else case.query
     if isinstance(fields, dict):
         fields.pop("run", None)

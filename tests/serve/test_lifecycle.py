@@ -56,10 +56,10 @@ def test_a_busy_server_says_503_with_retry_after_and_the_limits_reach_its_batche
         batcher = registry.get()
         assert (batcher.limits.queue_lines, batcher.limits.deadline_seconds) == (3, 4)
 
-        def busy(lines, beam, nbest):
+        async def busy(lines, beam, nbest, asked=None):
             raise Overloaded("3 lines wait already; the queue would pass serve.queue_lines = 3", 7)
 
-        monkeypatch.setattr(batcher, "translate", busy)
+        monkeypatch.setattr(batcher, "answer", busy)  # what the async routes await
         for answer in (client.get("/api/translate", params={"text": "猫"}),
                        client.post("/api/translate", json={"lines": ["猫"]})):
             assert answer.status_code == 503 and answer.headers["retry-after"] == "7"

@@ -19,14 +19,50 @@ async function loadRuns() {
     if (run === answer.default) option.selected = true;
     $("run").append(option);
   }
+  loadSearch();
+}
+
+// The run's own beam and n-best (its decoding plan's, tuned where make tune ran) fill the
+// fields: what the server uses when they are left empty. A run still loading is asked again.
+async function loadSearch() {
+  const run = $("run").value;
+  $("search").textContent = "";
+  let response;
+  try {
+    response = await fetch(`/api/runs/${encodeURIComponent(run)}`);
+  } catch (error) {
+    return;  // the server is gone: translating will say so
+  }
+  if ($("run").value !== run) return;  // another run was picked meanwhile
+  if (response.status === 503) {
+    $("search").textContent = "loading the model…";
+    setTimeout(loadSearch, 1000 * Number(response.headers.get("Retry-After") || 2));
+    return;
+  }
+  const answer = await response.json();
+  if (!response.ok) {
+    $("status").className = "error";
+    $("status").textContent = answer.error;
+    return;
+  }
+  $("beam").value = answer.search.beam;
+  $("nbest").value = answer.search.nbest;
+  $("search").textContent = `the run's search: beam ${answer.search.beam}, n-best ${answer.search.nbest}`;
+}
+
+// The page asks for everything it draws: the attention (every layer and head) and the links.
+function translateQuery() {
+  const query = new URLSearchParams({ text: $("text").value, run: $("run").value,
+                                      attention: true, links: true });
+  const beam = $("beam").value, nbest = $("nbest").value;  // left empty: the run's own
+  if (beam) query.set("beam", beam);
+  if (nbest) query.set("nbest", beam ? Math.min(Number(nbest), Number(beam)) : nbest);
+  return query;
 }
 
 async function translate(event) {
   event.preventDefault();
-  const query = new URLSearchParams({
-    text: $("text").value, beam: $("beam").value,
-    nbest: Math.min(Number($("nbest").value), Number($("beam").value)), run: $("run").value,
-  });
+  const query = translateQuery();
   $("status").className = "";
   $("status").textContent = "translating…";
   let response, answer;
@@ -41,7 +77,8 @@ async function translate(event) {
     $("status").textContent = answer.error || `the server answered ${response.status}`;  // every error is {"error": ...}
     return;
   }
-  $("status").textContent = `${answer.run} (${answer.architecture}) · ${answer.model}`;
+  $("status").textContent = `${answer.run} (${answer.architecture}) · ${answer.model} · `
+                          + `beam ${answer.search.beam}, n-best ${answer.search.nbest}`;
   $("results").replaceChildren(...answer.lines.map(drawLine));
 }
 
@@ -168,4 +205,5 @@ function connectHover(box, line) {
 }
 
 $("form").addEventListener("submit", translate);
+$("run").addEventListener("change", loadSearch);
 loadRuns();
