@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from nmt.config.checks import positive
+from nmt.config.checks import check, positive
+
+# the default run, always loaded, and at least one other that a request may name
+at_least_two = check(lambda v: v >= 2, "a number >= 2 (the default run and at least one other)")
 
 
 @dataclass
@@ -22,5 +25,10 @@ class ServeConfig:
     queue_lines: int = field(default=256, metadata=positive)
     # Seconds a request may wait for its translation; past it, 503 instead of a late answer
     deadline_seconds: float = field(default=10.0, metadata=positive)
-    # lines decoded together in one search, from the requests waiting with the same beam and n-best
+    # lines decoded together in one search, from the requests waiting with the same beam and
+    # n-best (and asking for the same: attention, links)
     batch_lines: int = field(default=64, metadata=positive)
+    # Runs loaded at once, the default run included (each holds its models and a decoding
+    # thread); loading one more unloads the least recently used other than the default, once its
+    # thread has answered what it holds. A request for it later loads it again
+    max_runs: int = field(default=4, metadata=at_least_two)
