@@ -41,7 +41,7 @@ def labelled_rows(run: Path, own: dict, by_name: dict[str, dict]) -> list[dict]:
                 "chrf_signature": results.get("chrf_signature")}
         members = results.get("checkpoints") or []
         if len(members) > 1:  # an ensemble: every member's size, every member run's training
-            _add_ensemble_training(row, [by_name.get(run_name(Path(m).parent.parent))
+            _add_ensemble_training(row, [by_name.get(member_name(run, results.get("name"), Path(m)))
                                          for m in members])
         add_scores(row, results)
         add_serving(row, read_json(run / f"serving.{named}.json"))
@@ -100,3 +100,14 @@ def run_name(run: Path) -> str:
     """A run's name in the table: its folder's, "<run>/member<k>" for a member trained beside it
     (training.members, nmt/training/members.py)."""
     return f"{run.parent.name}/{run.name}" if run.name.startswith("member") else run.name
+
+
+def member_name(run: Path, recorded: str | None, checkpoint: Path) -> str:
+    """The table name of the run a member's checkpoint came from. A member of this run (its
+    recorded name, results' "name") is named by the folder the run is in now, so a run moved or
+    renamed after its evaluation still finds its members' rows."""
+    name = run_name(checkpoint.parent.parent)
+    top, _, member = name.partition("/")
+    if recorded is not None and top == recorded:
+        return f"{run.name}/{member}" if member else run.name
+    return name

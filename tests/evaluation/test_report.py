@@ -102,6 +102,22 @@ def test_an_ensemble_of_runs_trained_side_by_side_counts_their_minutes_once(tmp_
     assert rows["a (trio)"]["train_seconds"] == 1860.0 + 1800.0  # c began after both ended
 
 
+def test_a_run_renamed_after_its_evaluation_still_finds_its_members(tmp_path):
+    """The results recorded runs/tatoeba/...; the folder is now runs/tatoeba_x: its members are
+    its own folders, by the run's recorded name, not another run that kept the old name."""
+    for member in ("", "member2/"):
+        _write(tmp_path / "tatoeba_x" / member / "train_summary.json", {
+            "parameters": 100, "train_seconds": 1800.0, "cpu_seconds": 1700.0,
+            "ended_at": "2026-12-04T11:22:00Z"})
+    _write(tmp_path / "tatoeba" / "train_summary.json", {"parameters": 7, "train_seconds": 5.0})
+    _write(tmp_path / "tatoeba_x" / "results.ensemble.json", _results(
+        30.0, 50.0, label="ensemble", name="tatoeba", checkpoints=[
+            "runs/tatoeba/checkpoints/best.pt", "runs/tatoeba/member2/checkpoints/best.pt"]))
+    rows = {row["name"]: row for row in collect_runs(tmp_path)}
+    assert rows["tatoeba_x (ensemble)"]["parameters"] == 200
+    assert rows["tatoeba_x (ensemble)"]["train_seconds"] == 1800.0
+
+
 def test_a_resumed_run_counts_each_of_its_sessions(tmp_path):
     # t trained 10:00-10:30 and, resumed, 12:00-12:30, plus 10 minutes no span recorded (a copy
     # of an older run's folder); u trained 10:30-11:00 between t's sessions
