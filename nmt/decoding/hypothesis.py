@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
-from torch import Tensor
+
+if TYPE_CHECKING:  # the engine decoder's path imports no torch (issue 54)
+    from torch import Tensor
 
 
 @dataclass
