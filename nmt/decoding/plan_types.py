@@ -15,6 +15,7 @@ import torch
 
 from nmt.checkpoints.averaging import PlannedAverage
 from nmt.config.schema import Config, SearchConfig
+from nmt.decoding.plan_labels import OUTPUT_NEUTRAL
 from nmt.errors import NMTError
 from nmt.export.folder import PlannedExport
 from nmt.runtime import pick_device, use_bf16
@@ -91,7 +92,7 @@ class DecodingPlan:
     def content(self) -> dict:
         """What decodes, by content: checkpoints, rescorers and weights, search, engine, dtype."""
         search = {k: v for k, v in dataclasses.asdict(self.search).items()
-                  if k not in ("batch_size", "workers", "n_best")}
+                  if k not in OUTPUT_NEUTRAL}
         return {"checkpoints": list(self.checkpoint_sha256),
                 "rescoring": [[m.sha256, m.weight, m.channel] for m in self.rescoring],
                 "search": search, "device": self.device,
